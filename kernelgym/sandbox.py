@@ -1,0 +1,260 @@
+"""Run shell commands in a sandboxed workspace.
+
+Two backends, one shared helper (`run_limited`) for what both need: rlimits, the whole
+process group killed on timeout, and output cut to its head and tail with a note of what
+was cut.
+
+- `BubblewrapSandbox` (default): bubblewrap with every namespace unshared (no network,
+  loopback included), a cleared environment, a read-only system, only the workspace
+  writable, and nothing of the host's home, the task directories, the run directory or
+  other episodes visible: the mounts are an allowlist, not a blocklist.
+- `UnsandboxedRunner`: the same limits and clean environment without isolation, only when
+  the user opts out explicitly (``sandbox="none"``); it warns.
+"""
+from __future__ import annotations
+
+import collections
+import glob
+import os
+import resource
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+import time
+import warnings
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from kernelgym.errors import SandboxUnavailableError
+
+#: Host variables passed into the sandbox: device selection and safety switches only, never keys.
+PASSTHROUGH_ENV = ("CUDA_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES", "LD_LIBRARY_PATH",
+                   "NCCL_NVLS_ENABLE", "TORCH_SYMM_MEM_DISABLE_MULTICAST", "NVSHMEM_DISABLE_NVLS")
+
+INSTALL_HINT = ("Install bubblewrap (Debian/Ubuntu: `sudo apt-get install bubblewrap`; Fedora: `sudo dnf install "
+                "bubblewrap`), or opt out of sandboxing explicitly with sandbox='none' "
+                "(CLI: --no-sandbox), which runs agent commands unisolated on this machine.")
+
+
+@dataclass
+class Limits:
+    """Resource limits for one command."""
+
+    timeout_s: float = 120.0
+    """Wall-clock limit; on expiry the whole process tree is killed."""
+    memory_bytes: int | None = 16 << 30
+    """Address-space limit (RLIMIT_AS). Not applied when a GPU is passed in: GPU runtimes reserve
+    far more virtual address space than they use."""
+    max_output_bytes: int = 32_000
+    """Output kept (head and tail halves); the rest is cut with a note."""
+    max_file_bytes: int = 2 << 30
+    """Largest file a command may write (RLIMIT_FSIZE)."""
+
+
+@dataclass
+class CommandResult:
+    """What one command did. `output` is stdout and stderr merged, decoded as UTF-8 (errors replaced)."""
+
+    output: str
+    returncode: int
+    timed_out: bool = False
+    cut_bytes: int = 0
+    elapsed_s: float = 0.0
+
+    def describe(self) -> str:
+        """The output followed by a status line, as an observation shows it."""
+        status = (f"[timed out after {self.elapsed_s:.1f} s; process tree killed]" if self.timed_out
+                  else f"[exit code {self.returncode}, {self.elapsed_s:.2f} s]")
+        return f"{self.output}{'' if self.output.endswith(chr(10)) or not self.output else chr(10)}{status}"
+
+
+def _set_limits(limits: Limits, gpu: bool):
+    def apply():
+        if limits.memory_bytes and not gpu:
+            resource.setrlimit(resource.RLIMIT_AS, (limits.memory_bytes, limits.memory_bytes))
+        resource.setrlimit(resource.RLIMIT_FSIZE, (limits.max_file_bytes, limits.max_file_bytes))
+        cpu = int(limits.timeout_s * 4) + 10  # several threads may burn CPU in parallel
+        resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu))
+        resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+    return apply
+
+
+def run_limited(argv: list[str], *, env: dict[str, str], cwd: str | Path, limits: Limits,
+                gpu: bool = False) -> CommandResult:
+    """Run `argv` in a new process group under `limits`; kill the group on timeout.
+
+    Output is read as it comes (a command printing forever costs no memory): the first and last
+    `max_output_bytes / 2` bytes are kept and the count of bytes cut is reported.
+    """
+    start = time.monotonic()
+    proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            env=env, cwd=str(cwd), start_new_session=True, preexec_fn=_set_limits(limits, gpu))
+    half = max(limits.max_output_bytes // 2, 1)
+    head = bytearray()
+    tail: collections.deque[bytes] = collections.deque()
+    counts = {"tail": 0, "total": 0}
+
+    def reader():
+        while chunk := proc.stdout.read1(65536):
+            counts["total"] += len(chunk)
+            room = half - len(head)
+            if room > 0:
+                head.extend(chunk[:room])
+                chunk = chunk[room:]
+            if chunk:
+                tail.append(chunk)
+                counts["tail"] += len(chunk)
+                while counts["tail"] - len(tail[0]) >= half:
+                    counts["tail"] -= len(tail.popleft())
+
+    thread = threading.Thread(target=reader, daemon=True)
+    thread.start()
+    timed_out = False
+    try:
+        proc.wait(timeout=limits.timeout_s)
+    except subprocess.TimeoutExpired:
+        timed_out = True
+    finally:
+        # Kill the whole group: children that outlive the shell must not leak (also on success).
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
+        proc.wait()
+    thread.join(timeout=5)
+    tail_bytes = b"".join(tail)[-half:] if tail else b""
+    cut = counts["total"] - len(head) - len(tail_bytes)
+    text = head.decode("utf-8", "replace")
+    if cut > 0:
+        text += f"\n[... {cut} bytes of output cut ...]\n"
+    text += tail_bytes.decode("utf-8", "replace")
+    return CommandResult(output=text, returncode=proc.returncode, timed_out=timed_out, cut_bytes=max(cut, 0),
+                         elapsed_s=time.monotonic() - start)
+
+
+def clean_env(home: Path, extra: dict[str, str] | None = None) -> dict[str, str]:
+    """A fresh environment: PATH with this Python's bin first, no host variables but `PASSTHROUGH_ENV`."""
+    env = {
+        "PATH": os.pathsep.join([str(Path(sys.executable).parent), "/usr/local/bin", "/usr/bin", "/bin"]),
+        "HOME": str(home), "TMPDIR": "/tmp", "LANG": "C.UTF-8", "PYTHONDONTWRITEBYTECODE": "1",
+        "PYTHONUNBUFFERED": "1", "TRITON_CACHE_DIR": "/tmp/triton-cache",
+    }
+    env.update({k: os.environ[k] for k in PASSTHROUGH_ENV if k in os.environ})
+    env.update(extra or {})
+    return env
+
+
+def gpu_devices() -> list[str]:
+    """Device nodes a GPU job needs: NVIDIA (/dev/nvidia*) or AMD (/dev/kfd, /dev/dri)."""
+    nodes = glob.glob("/dev/nvidia*") + glob.glob("/dev/nvidia-caps/*") + glob.glob("/dev/kfd") + glob.glob("/dev/dri")
+    return sorted(set(nodes))
+
+
+@dataclass
+class BubblewrapSandbox:
+    """bubblewrap isolation for one workspace.
+
+    Args:
+        workspace: the only writable directory, also the working directory and HOME.
+        readonly: extra paths bound read-only at the same place (e.g. the grader's harness file).
+        gpu: pass the GPU device nodes in.
+        env: extra environment variables (e.g. TRITON_INTERPRET=1).
+        limits: default limits per command.
+
+    Raises:
+        SandboxUnavailableError: bubblewrap is not installed or cannot create namespaces here.
+    """
+
+    workspace: Path
+    readonly: list[Path] = field(default_factory=list)
+    gpu: bool = False
+    env: dict[str, str] = field(default_factory=dict)
+    limits: Limits = field(default_factory=Limits)
+
+    def __post_init__(self):
+        self.workspace = Path(self.workspace).resolve()
+        self.bwrap = shutil.which("bwrap")
+        if self.bwrap is None:
+            raise SandboxUnavailableError(f"bubblewrap (`bwrap`) is not on PATH. {INSTALL_HINT}")
+        probe = subprocess.run([self.bwrap, "--unshare-all", "--ro-bind", "/", "/", "true"], capture_output=True,
+                               text=True)
+        if probe.returncode != 0:
+            raise SandboxUnavailableError(f"bubblewrap cannot create a sandbox here: {probe.stderr.strip()}. "
+                                          f"It needs unprivileged user namespaces (sysctl "
+                                          f"kernel.unprivileged_userns_clone=1) or root. {INSTALL_HINT}")
+
+    def _mounts(self) -> list[str]:
+        args = []
+        for top in ("/usr", "/etc", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/opt"):
+            if os.path.islink(top):
+                args += ["--symlink", os.readlink(top), top]
+            elif os.path.isdir(top):
+                args += ["--ro-bind", top, top]
+        # The Python running kernelgym (a venv or a pyenv build may live under a hidden home).
+        for p in {sys.prefix, sys.base_prefix, os.path.realpath(sys.base_prefix)}:
+            if not p.startswith(("/usr/", "/etc/", "/opt/")):
+                args += ["--ro-bind", p, p]
+        args += ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp"]
+        if self.gpu:
+            for node in gpu_devices():
+                args += ["--dev-bind", node, node]
+            if os.path.isdir("/sys"):
+                args += ["--ro-bind", "/sys", "/sys"]  # GPU runtimes read the PCI topology
+        for p in self.readonly:
+            args += ["--ro-bind", str(p), str(p)]
+        args += ["--bind", str(self.workspace), str(self.workspace)]
+        return args
+
+    def argv(self, cmd: list[str], cwd: Path | None = None) -> list[str]:
+        """The full bwrap command line for `cmd` (exposed for tests and debugging)."""
+        return [self.bwrap, "--unshare-all", "--die-with-parent", "--new-session", "--hostname", "sandbox",
+                *self._mounts(), "--chdir", str(cwd or self.workspace), "--", *cmd]
+
+    def run(self, cmd: str | list[str], *, cwd: Path | None = None, limits: Limits | None = None,
+            env: dict[str, str] | None = None) -> CommandResult:
+        """Run `cmd` (a shell string, or an argv list) inside the sandbox."""
+        argv = ["/bin/sh", "-c", cmd] if isinstance(cmd, str) else list(cmd)
+        full_env = clean_env(self.workspace, {**self.env, **(env or {})})
+        # bwrap itself starts with the clean environment, so nothing of the host's leaks in.
+        return run_limited(self.argv(argv, cwd), env=full_env, cwd=self.workspace, limits=limits or self.limits,
+                           gpu=self.gpu)
+
+
+@dataclass
+class UnsandboxedRunner:
+    """No isolation: commands run on the host with a clean environment and limits. Opt-in only; warns."""
+
+    workspace: Path
+    readonly: list[Path] = field(default_factory=list)
+    gpu: bool = False
+    env: dict[str, str] = field(default_factory=dict)
+    limits: Limits = field(default_factory=Limits)
+
+    def __post_init__(self):
+        self.workspace = Path(self.workspace).resolve()
+        warnings.warn("kernelgym: sandboxing is OFF (sandbox='none'): agent commands run unisolated, with network "
+                      "access and your files reachable. Use only with trusted policies.", stacklevel=3)
+
+    def run(self, cmd: str | list[str], *, cwd: Path | None = None, limits: Limits | None = None,
+            env: dict[str, str] | None = None) -> CommandResult:
+        """Run `cmd` (a shell string, or an argv list) in the workspace."""
+        argv = ["/bin/sh", "-c", cmd] if isinstance(cmd, str) else list(cmd)
+        full_env = clean_env(self.workspace, {**self.env, **(env or {})})
+        full_env["TRITON_CACHE_DIR"] = str(self.workspace / ".triton-cache")
+        return run_limited(argv, env=full_env, cwd=cwd or self.workspace, limits=limits or self.limits, gpu=self.gpu)
+
+
+def make_sandbox(kind: str, workspace: Path, **kwargs) -> BubblewrapSandbox | UnsandboxedRunner:
+    """Build a sandbox backend by name: ``"bwrap"`` (default) or ``"none"`` (explicit opt-out).
+
+    Raises:
+        SandboxUnavailableError: bubblewrap was asked for and cannot run here.
+        ValueError: unknown `kind`.
+    """
+    if kind == "bwrap":
+        return BubblewrapSandbox(workspace, **kwargs)
+    if kind == "none":
+        return UnsandboxedRunner(workspace, **kwargs)
+    raise ValueError(f"unknown sandbox {kind!r}; expected 'bwrap' or 'none'")
