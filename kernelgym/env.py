@@ -1,0 +1,181 @@
+"""`KernelArenaEnv`: a GPU-kernel optimization task as a Gymnasium environment."""
+from __future__ import annotations
+
+import os
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+import gymnasium as gym
+
+from kernelgym.grader import Grade, Grader, GraderConfig
+from kernelgym.hardware import HardwareProfile, detect_profile
+from kernelgym.prompt import build_prompt
+from kernelgym.sandbox import Limits, make_sandbox
+from kernelgym.spaces import (ActionError, Action, action_space, observation_space, parse_action,
+                              to_observation_text)
+from kernelgym.task import Task, get_task
+from kernelgym.workspace import create_workspace, resolve_in_workspace
+
+DEFAULT_RUN_DIR = Path(os.environ.get("KERNELGYM_RUN_DIR", "kernelgym-runs"))
+
+
+class KernelArenaEnv(gym.Env):
+    """Optimize a GPU kernel inside a sandboxed workspace; the episode ends with the gated arena score.
+
+    ## Description
+    Each episode gets a fresh copy of the task's public files (the baseline kernel, the PyTorch reference,
+    `check.py`, `configs.json`) in its own directory under `run_dir`. Shell commands run under bubblewrap
+    (no network, clean environment, read-only system, only the workspace writable).
+
+    ## Action space
+    | key | space | meaning |
+    |---|---|---|
+    | kind | Discrete(5) | 0 shell, 1 write_file, 2 edit_file (exact, unique string replacement), 3 read_file, 4 submit |
+    | cmd | Text | shell command (kind shell) |
+    | path | Text | file path in the workspace (file kinds) |
+    | content | Text | new file contents (write_file) |
+    | old, new | Text | text to replace and its replacement (edit_file) |
+
+    step() also accepts a plain dict or a JSON string, e.g. ``{"kind": "shell", "cmd": "python check.py"}``.
+    A malformed action gives an error observation; the episode goes on.
+
+    ## Observation space
+    ``{"output": Text, "prompt": Text}``: the last action's output (compiler, test and profiler text), and
+    the task prompt at reset (empty afterwards).
+
+    ## Rewards (Score)
+    0 on every step but the last. On the last, the arena score of the kernel in the workspace: gated
+    compile (+20) -> correctness on every seen config (+100) -> performance (+100 x speedup, the arithmetic
+    mean of per-config baseline/candidate median times). On the CPU interpreter there is no speedup term.
+
+    ## Episode end
+    terminated: the policy submitted. truncated: `max_steps` steps or `max_wall_s` seconds spent. The
+    kernel is graded either way; `info["grade"]` holds the whole grade.
+
+    ## Arguments
+    task: task name, env id or task directory. run_dir: where episodes live. hardware: profile id, or None
+    to detect. sandbox: "bwrap" (default) or "none" (explicit opt-out; warns). max_steps, max_wall_s:
+    budgets. command_timeout_s: limit per shell command. grader: `GraderConfig`. render_mode: "ansi".
+
+    ## Version History
+    v0: initial version.
+    """
+
+    metadata = {"render_modes": ["ansi"]}
+
+    def __init__(self, task: str | Task = "triton-rmsnorm", *, run_dir: str | Path | None = None,
+                 hardware: str | HardwareProfile | None = None, sandbox: str = "bwrap", max_steps: int = 50,
+                 max_wall_s: float = 3600.0, command_timeout_s: float = 300.0,
+                 grader: GraderConfig | None = None, render_mode: str | None = None):
+        if render_mode not in (None, "ansi"):
+            raise ValueError(f"render_mode must be None or 'ansi', got {render_mode!r}")
+        if max_steps < 1:
+            raise ValueError(f"max_steps must be >= 1, got {max_steps}")
+        self.task = task if isinstance(task, Task) else get_task(task)
+        self.hardware = hardware if isinstance(hardware, HardwareProfile) else detect_profile(hardware)
+        self.run_dir = Path(run_dir if run_dir is not None else DEFAULT_RUN_DIR).resolve()
+        self.run_dir.mkdir(parents=True, exist_ok=True)
+        self.sandbox_kind = sandbox
+        make_sandbox(sandbox, self.run_dir)  # refuse to start now, with the fix, if bubblewrap cannot run
+        self.max_steps, self.max_wall_s, self.render_mode = max_steps, max_wall_s, render_mode
+        self.command_limits = Limits(timeout_s=command_timeout_s)
+        self.grader_config = grader or GraderConfig(sandbox=sandbox)
+        self.action_space = action_space()
+        self.observation_space = observation_space()
+        self.workspace: Path | None = None
+        self._done = True
+        self._last_output = ""
+
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
+        super().reset(seed=seed)
+        self.episode_id = f"{time.strftime('%Y%m%d-%H%M%S')}-{uuid.uuid4().hex[:8]}"
+        self.episode_dir = self.run_dir / "episodes" / self.episode_id
+        self.workspace = create_workspace(self.task, self.episode_dir / "workspace", self.hardware)
+        env = {"TRITON_INTERPRET": "1"} if self.hardware.interpreter else {}
+        self.sandbox = make_sandbox(self.sandbox_kind, self.workspace, gpu=not self.hardware.interpreter, env=env,
+                                    limits=self.command_limits)
+        self.grader = Grader(self.task, self.hardware, self.episode_dir / "grading", self.grader_config)
+        self.steps, self.start_time, self._done, self.grade = 0, time.monotonic(), False, None
+        prompt = build_prompt(self.task, self.hardware, self.workspace, self.max_steps, self.max_wall_s)
+        self._last_output = ""
+        return ({"output": "", "prompt": to_observation_text(prompt)},
+                self._info(kind="reset", error="", grade=None))
+
+    def step(self, action):
+        if self.workspace is None or self._done:
+            msg = "error: the episode is over (or never started); call reset()"
+            return ({"output": msg, "prompt": ""}, 0.0, True, False, self._info(kind="none", error=msg, grade=None))
+        self.steps += 1
+        error, kind = "", "invalid"
+        try:
+            act = parse_action(action)
+            kind = act.kind
+            output = self._execute(act)
+        except ActionError as e:
+            error = str(e)
+            output = f"error: {e}"
+        terminated = kind == "submit"
+        truncated = not terminated and (self.steps >= self.max_steps or
+                                        time.monotonic() - self.start_time >= self.max_wall_s)
+        reward = 0.0
+        if terminated or truncated:
+            why = "submitted" if terminated else "budget spent (steps or wall-clock); grading the current kernel"
+            self.grade = self._grade()
+            output = f"{output}\n[{why}]\n{self.grade.summary()}".lstrip()
+            reward, self._done = float(self.grade.score), True
+        self._last_output = to_observation_text(output)
+        return ({"output": self._last_output, "prompt": ""}, reward, terminated, truncated,
+                self._info(kind=kind, error=error, grade=self.grade))
+
+    def render(self):
+        if self.render_mode == "ansi":
+            return f"[{self.task.env_id} step {getattr(self, 'steps', 0)}/{self.max_steps}]\n{self._last_output}\n"
+        return None
+
+    # -- actions -----------------------------------------------------------------------------------
+    def _execute(self, act: Action) -> str:
+        if act.kind == "shell":
+            return self.sandbox.run(act.cmd).describe()
+        if act.kind == "submit":
+            return "submitted"
+        path = resolve_in_workspace(self.workspace, act.path)
+        rel = path.relative_to(os.path.realpath(self.workspace))
+        if act.kind == "read_file":
+            if not path.is_file():
+                raise ActionError(f"{rel}: no such file in the workspace")
+            return path.read_text(errors="replace")
+        if act.kind == "write_file":
+            if path.is_dir():
+                raise ActionError(f"{rel}: is a directory")
+            path.parent.mkdir(parents=True, exist_ok=True)
+            _write_nofollow(path, act.content)
+            return f"wrote {len(act.content)} characters to {rel}"
+        # edit_file
+        if not path.is_file():
+            raise ActionError(f"{rel}: no such file in the workspace")
+        text = path.read_text(errors="replace")
+        count = text.count(act.old)
+        if count != 1:
+            raise ActionError(f"{rel}: `old` must occur exactly once, found {count} occurrences; "
+                              "include more surrounding lines to make it unique")
+        _write_nofollow(path, text.replace(act.old, act.new, 1))
+        return f"edited {rel}: replaced {len(act.old)} characters with {len(act.new)}"
+
+    def _grade(self) -> Grade:
+        seed = int(self.np_random.integers(0, 2**31 - 1))
+        return self.grader.grade(self.workspace, seed=seed)
+
+    def _info(self, kind: str, error: str, grade: Grade | None) -> dict[str, Any]:
+        return {"task": self.task.env_id, "hardware": self.hardware.id, "step": getattr(self, "steps", 0),
+                "action_kind": kind, "action_error": error,
+                "elapsed_s": time.monotonic() - getattr(self, "start_time", time.monotonic()),
+                "workspace": str(self.workspace), "grade": grade.to_dict() if grade else {}}
+
+
+def _write_nofollow(path: Path, content: str) -> None:
+    # O_NOFOLLOW: a symlink swapped in as the final component cannot redirect the write out of the workspace.
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o644)
+    with os.fdopen(fd, "w", errors="replace") as f:
+        f.write(content)

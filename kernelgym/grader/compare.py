@@ -1,0 +1,48 @@
+"""Output comparison against the reference, under a task's per-dtype tolerance."""
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+#: Relative L2 error above which an output fails even inside the elementwise tolerance: blocks constant or
+#: near-zero outputs that clear a loose absolute tolerance when the true values are small.
+MAX_REL_L2 = 0.05
+
+
+def compare_outputs(out: Any, ref: torch.Tensor, config: dict, tol) -> tuple[bool, str, float | None]:
+    """Check a candidate output against the reference.
+
+    Args:
+        out: what the candidate returned (loaded from its process; anything).
+        ref: reference output, any float dtype (compared in fp32).
+        config: the config; its ``dtype`` is the dtype the output must have.
+        tol: the task's `Tolerance` for that dtype: |out - ref| <= atol + rtol * |ref| elementwise.
+
+    Returns:
+        (ok, message, max_abs_err). NaN or Inf where the reference is finite never passes.
+    """
+    if not isinstance(out, torch.Tensor):
+        return False, f"output is a {type(out).__name__}, not a tensor", None
+    if tuple(out.shape) != tuple(ref.shape):
+        return False, f"output shape {tuple(out.shape)} != expected {tuple(ref.shape)}", None
+    want = getattr(torch, str(config.get("dtype", "")), None)
+    if isinstance(want, torch.dtype) and out.dtype != want:
+        return False, f"output dtype {out.dtype} != expected {want}", None
+    o, r = out.detach().float().cpu(), ref.detach().float().cpu()
+    bad = ~torch.isfinite(o) & torch.isfinite(r)
+    if bad.any():
+        return False, f"{int(bad.sum())} non-finite values (NaN/Inf) where the reference is finite", None
+    err = (o - r).abs()
+    max_err = float(err.max()) if err.numel() else 0.0
+    excess = err > tol.atol + tol.rtol * r.abs()
+    if excess.any():
+        idx = int(excess.flatten().nonzero()[0])
+        return (False, f"{int(excess.sum())}/{err.numel()} elements outside atol={tol.atol}, rtol={tol.rtol}; "
+                f"max |err| {max_err:.3g}; first at flat index {idx}: got {float(o.flatten()[idx]):.5g}, "
+                f"expected {float(r.flatten()[idx]):.5g}", max_err)
+    ref_norm = float(r.norm())
+    rel = float((o - r).norm()) / ref_norm if ref_norm > 0 else float((o - r).norm())
+    if rel > MAX_REL_L2:
+        return False, f"relative L2 error {rel:.3g} > {MAX_REL_L2}", max_err
+    return True, f"max |err| {max_err:.3g}", max_err

@@ -1,0 +1,279 @@
+"""The trusted grader. Reads top-down: `compile` -> `check_correctness` -> `measure_performance` -> score.
+
+Trust boundary: only the task's editable files are copied out of the workspace (symlinks refused) into
+a fresh grading directory, beside pristine copies of the task's other public files. The candidate runs
+in its own process inside the sandbox (`harness.py`), so a crash or an out-of-bounds write cannot take
+the env down, and it cannot read private data. Correctness is decided here, in the parent, against a
+reference computed here from the pristine task directory on the same seeded inputs: a candidate that
+patches its own process cannot make a wrong answer pass.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import os
+import shutil
+import statistics
+import sys
+import time
+import uuid
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from kernelgym.grader.compare import compare_outputs
+from kernelgym.grader.score import arena_score
+from kernelgym.hardware import HardwareProfile
+from kernelgym.sandbox import Limits, make_sandbox
+from kernelgym.task import Task
+
+HARNESS = Path(__file__).resolve().parent / "harness.py"
+IMPORTED_MARKER = "[harness] candidate imported"
+NOT_MEASURED_ON_INTERPRETER = "not measured on the CPU interpreter (Triton interpreter timings mean nothing)"
+
+
+@dataclass
+class GraderConfig:
+    """How grading runs. Defaults follow the arena protocol (10 warm-up, 100 timed runs)."""
+
+    warmup: int = 10
+    """Untimed calls before timing, per config."""
+    reps: int = 100
+    """Timed calls per config; the median is reported."""
+    input_sets: int = 4
+    """Distinct input sets rotated through the timed calls."""
+    timeout_s: float = 900.0
+    """Limit for one harness process (check or time)."""
+    sandbox: str = "bwrap"
+    """Sandbox backend for the candidate: 'bwrap' or 'none' (explicit opt-out)."""
+    cache_dir: Path | None = None
+    """Where baseline timings are cached per task and hardware (None: ~/.cache/kernelgym)."""
+
+
+@dataclass
+class Stage:
+    """One gate: `passed` is None when the stage did not run (an earlier gate failed) or was not measured."""
+
+    name: str
+    passed: bool | None
+    messages: list[str] = field(default_factory=list)
+
+
+@dataclass
+class Grade:
+    """The whole grade of one kernel; `to_dict()` goes into `info["grade"]`.
+
+    `configs` holds one dict per seen config: config, correct, max_abs_err, error, and where measured
+    baseline_ms, candidate_ms (medians, ms) and speedup. `speedup` is the arithmetic mean of per-config
+    ratios (as the arena reports); `speedup_geomean` the geometric mean.
+    """
+
+    task: str
+    hardware: str
+    interpreter: bool
+    stages: list[Stage]
+    configs: list[dict[str, Any]]
+    speedup: float | None
+    speedup_geomean: float | None
+    score: float
+    elapsed_s: float
+
+    @property
+    def compiled(self) -> bool:
+        return bool(self.stages[0].passed)
+
+    @property
+    def correct(self) -> bool:
+        return bool(self.stages[1].passed)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**asdict(self), "compiled": self.compiled, "correct": self.correct}
+
+    def summary(self) -> str:
+        """A readable report, as the final observation shows it."""
+        lines = [f"Grade for {self.task} on {self.hardware}: score {self.score:.1f}"]
+        for st in self.stages:
+            mark = {True: "PASS", False: "FAIL", None: "----"}[st.passed]
+            lines.append(f"[{mark}] {st.name}")
+            lines += [f"    {m}" for m in st.messages]
+        for c in self.configs:
+            t = (f" baseline {c['baseline_ms']:.4f} ms, candidate {c['candidate_ms']:.4f} ms, "
+                 f"speedup {c['speedup']:.3f}x" if c.get("speedup") is not None else "")
+            lines.append(f"    {c['config']}: {'correct' if c.get('correct') else 'WRONG'}{t}")
+        return "\n".join(lines)
+
+
+def copy_candidate(task: Task, workspace: Path, dest: Path) -> list[str]:
+    """Build a grading directory: the editable files from `workspace`, every other public file pristine
+    from the task. Returns problems (empty when fine); a symlink or a missing editable file is one."""
+    problems = []
+    for rel in task.public_files():
+        (dest / rel).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(task.root / rel, dest / rel)
+    for rel in task.spec.editable_files:
+        src = workspace / rel
+        # Blocks a symlink to private data or to the grader itself being copied in as the "kernel".
+        if src.is_symlink() or not src.is_file():
+            problems.append(f"{rel}: {'is a symlink' if src.is_symlink() else 'missing'} in the workspace; "
+                            f"it must be a regular file")
+            continue
+        shutil.copyfile(src, dest / rel, follow_symlinks=False)
+    return problems
+
+
+def _fingerprint(*parts: Any) -> str:
+    h = hashlib.sha256()
+    for p in parts:
+        h.update(p if isinstance(p, bytes) else json.dumps(p, sort_keys=True, default=str).encode())
+    return h.hexdigest()[:16]
+
+
+class Grader:
+    """Grades the kernel in a workspace for one task on one hardware profile.
+
+    Args:
+        task: the task.
+        hardware: the hardware profile; `interpreter` profiles skip timing.
+        work_dir: where grading directories are made (outside every workspace).
+        config: `GraderConfig`.
+    """
+
+    def __init__(self, task: Task, hardware: HardwareProfile, work_dir: Path, config: GraderConfig | None = None):
+        self.task, self.hardware, self.config = task, hardware, config or GraderConfig()
+        self.work_dir = Path(work_dir)
+        self.configs = task.configs_for(hardware.interpreter)
+        self.device = "cpu" if hardware.interpreter else "cuda"
+
+    # -- the gates -------------------------------------------------------------------------------
+    def grade(self, workspace: Path, seed: int) -> Grade:
+        """Grade the editable files in `workspace`. Never raises for a bad kernel: failures are stages."""
+        start = time.monotonic()
+        gdir = self._fresh_dir("grade")
+        problems = copy_candidate(self.task, Path(workspace), gdir)
+        check = None if problems else self._run_harness(gdir, "check", seed)
+        compile_stage = self.compile(problems, check)
+        correct_stage, per_config = Stage("correctness", None), [{"config": c} for c in self.configs]
+        perf_stage, speedups = Stage("performance", None), None
+        if compile_stage.passed:
+            correct_stage, per_config = self.check_correctness(gdir, check, seed)
+        if correct_stage.passed:
+            perf_stage, speedups = self.measure_performance(gdir, per_config, seed)
+        mean = statistics.fmean(speedups) if speedups else None
+        geo = math.exp(statistics.fmean(math.log(s) for s in speedups)) if speedups else None
+        score = arena_score(bool(compile_stage.passed), bool(correct_stage.passed), mean)
+        return Grade(task=self.task.env_id, hardware=self.hardware.id, interpreter=self.hardware.interpreter,
+                     stages=[compile_stage, correct_stage, perf_stage], configs=per_config, speedup=mean,
+                     speedup_geomean=geo, score=score, elapsed_s=time.monotonic() - start)
+
+    def compile(self, problems: list[str], check: dict) -> Stage:
+        """Compile gate: the files are in place, the module imports, and every Triton kernel compiles."""
+        if problems:
+            return Stage("compile", False, problems)
+        if check["stage"] == "compile":
+            return Stage("compile", False, [check.get("error") or "the candidate did not import"])
+        return Stage("compile", True, ["module imported and kernels compiled"])
+
+    def check_correctness(self, gdir: Path, check: dict, seed: int) -> tuple[Stage, list[dict]]:
+        """Correctness gate: every seen config's output within the task's tolerance of the reference."""
+        import torch
+
+        from kernelgym.grader.reference import load_reference
+
+        rows, messages = [], []
+        outputs = {}
+        if check.get("error") or not (gdir / "outputs.pt").is_file():
+            messages.append(check.get("error") or "the candidate produced no outputs")
+        else:
+            try:
+                outputs = torch.load(gdir / "outputs.pt", weights_only=True)
+            except Exception as e:  # noqa: BLE001 - a corrupt file is the candidate's failure
+                messages.append(f"outputs unreadable: {e}")
+        reference, builder = load_reference(self.task)
+        by_index = {i: c for i, c in enumerate(check.get("configs", []))}
+        for i, cfg in enumerate(self.configs):
+            row = {"config": cfg, "correct": False, "max_abs_err": None, "error": None}
+            ran = by_index.get(i, {"ok": False, "error": "not run (the process ended early)"})
+            if not ran["ok"]:
+                row["error"] = ran["error"]
+            elif str(i) not in outputs:
+                row["error"] = "no output saved"
+            else:
+                inputs = builder(cfg, seed + i, "cpu")
+                ok, msg, err = compare_outputs(outputs[str(i)], reference(*inputs), cfg,
+                                               self.task.spec.tolerance[cfg["dtype"]])
+                row.update(correct=ok, max_abs_err=err, error=None if ok else msg)
+            if row["error"]:
+                messages.append(f"{cfg}: {row['error'].strip().splitlines()[-1] if row['error'].strip() else ''}")
+            rows.append(row)
+        passed = bool(rows) and all(r["correct"] for r in rows)
+        if passed:
+            messages.insert(0, f"all {len(rows)} configs within tolerance")
+        return Stage("correctness", passed, messages), rows
+
+    def measure_performance(self, gdir: Path, rows: list[dict], seed: int) -> tuple[Stage, list[float] | None]:
+        """Performance: median device time of baseline and candidate per config; speedup = baseline / candidate."""
+        if self.hardware.interpreter:
+            return Stage("performance", None, [NOT_MEASURED_ON_INTERPRETER]), None
+        base = self.baseline_times(seed)
+        cand = self._run_harness(gdir, "time", seed)
+        if cand["stage"] != "time":
+            return Stage("performance", False, [cand.get("error") or "timing failed"]), None
+        speedups, messages = [], []
+        for row, b, c in zip(rows, base["configs"], cand["configs"]):
+            if not (b["ok"] and c["ok"]) or c["median_ms"] <= 0:
+                return Stage("performance", False, [f"{row['config']}: timing failed: {c.get('error') or b.get('error')}"]), None
+            row.update(baseline_ms=b["median_ms"], candidate_ms=c["median_ms"], speedup=b["median_ms"] / c["median_ms"])
+            speedups.append(row["speedup"])
+        messages.append(f"speedup {statistics.fmean(speedups):.3f}x (arithmetic mean of {len(speedups)} configs), "
+                        f"{self.config.warmup} warm-up + {self.config.reps} timed runs, L2 flushed between runs")
+        return Stage("performance", True, messages), speedups
+
+    # -- plumbing ------------------------------------------------------------------------------
+    def baseline_times(self, seed: int) -> dict:
+        """Timings of the task's pristine baseline, cached per task, hardware and timing settings."""
+        files = b"".join((self.task.root / f).read_bytes() for f in sorted(map(str, self.task.public_files())))
+        key = _fingerprint(files, HARNESS.read_bytes(), self.configs, self.config.warmup, self.config.reps,
+                           self.config.input_sets, self.hardware.id, self.hardware.flush_bytes)
+        cache_dir = Path(self.config.cache_dir or os.environ.get("KERNELGYM_CACHE_DIR",
+                                                                  Path.home() / ".cache" / "kernelgym"))
+        path = cache_dir / f"baseline-{self.task.name}-{self.hardware.id}-{key}.json"
+        if path.is_file():
+            return json.loads(path.read_text())
+        bdir = self._fresh_dir("baseline")
+        copy_candidate(self.task, self.task.root, bdir)
+        result = self._run_harness(bdir, "time", seed)
+        if result["stage"] == "time" and all(c["ok"] for c in result["configs"]):
+            cache_dir.mkdir(parents=True, exist_ok=True)
+            path.write_text(json.dumps(result))
+        return result
+
+    def _fresh_dir(self, prefix: str) -> Path:
+        d = self.work_dir / f"{prefix}-{time.strftime('%Y%m%d-%H%M%S')}-{uuid.uuid4().hex[:6]}"
+        d.mkdir(parents=True)
+        return d
+
+    def _run_harness(self, gdir: Path, mode: str, seed: int) -> dict:
+        """Run harness.py on `gdir` in the sandbox; always returns a result dict (failures included)."""
+        request = {"mode": mode, "directory": str(gdir), "entry_point": self.task.spec.entry_point,
+                   "input_builder": self.task.spec.input_builder, "configs": self.configs, "seed": seed,
+                   "device": self.device, "outputs": str(gdir / "outputs.pt"), "result": str(gdir / "result.json"),
+                   "warmup": self.config.warmup, "reps": self.config.reps, "input_sets": self.config.input_sets,
+                   "flush_bytes": self.hardware.flush_bytes}
+        (gdir / "request.json").write_text(json.dumps(request))
+        env = {"TRITON_INTERPRET": "1"} if self.hardware.interpreter else {}
+        sandbox = make_sandbox(self.config.sandbox, gdir, readonly=[HARNESS], gpu=not self.hardware.interpreter,
+                               env=env)
+        run = sandbox.run([sys.executable, str(HARNESS), str(gdir / "request.json")],
+                          limits=Limits(timeout_s=self.config.timeout_s, max_output_bytes=8000))
+        result_path = gdir / "result.json"
+        if run.timed_out:
+            return {"stage": mode, "ok": False, "configs": [],
+                    "error": f"the candidate ran past the {self.config.timeout_s:.0f} s limit and was killed"}
+        try:
+            return json.loads(result_path.read_text())
+        except (OSError, ValueError):
+            # Died with no result: before the import finished it is a compile failure, after it a runtime one.
+            crashed = "compile" if mode == "check" and IMPORTED_MARKER not in run.output else mode
+            return {"stage": crashed, "ok": False, "configs": [],
+                    "error": f"the candidate process died (exit code {run.returncode}):\n{run.output[-3000:]}"}

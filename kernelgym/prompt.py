@@ -1,0 +1,54 @@
+"""The task prompt given at reset, in the arena's eight parts (DESIGN.md section 2): role, files and
+target functions, architecture pre-check, task guidance, completion rules, hardware and language
+reference, workspace path, iteration instruction; plus the actions this env accepts."""
+from __future__ import annotations
+
+from pathlib import Path
+
+from kernelgym.hardware import HardwareProfile
+from kernelgym.task import Task
+
+ROLES = {
+    "triton2triton": "You are an expert GPU kernel engineer who writes fast, correct Triton kernels.",
+    "torch2triton": "You are an expert GPU kernel engineer who replaces PyTorch code with fast Triton kernels.",
+    "hip2hip": "You are an expert GPU kernel engineer who writes fast, correct HIP kernels.",
+    "torch2hip": "You are an expert GPU kernel engineer who replaces PyTorch modules with HIP kernels.",
+}
+
+ACTIONS = """\
+Actions (one per step, as JSON):
+  {"kind": "shell", "cmd": "python check.py"}           run a shell command in the workspace (no network)
+  {"kind": "read_file", "path": "kernel.py"}              read a file
+  {"kind": "write_file", "path": "kernel.py", "content": "..."}   replace a file's contents
+  {"kind": "edit_file", "path": "kernel.py", "old": "...", "new": "..."}   replace one exact occurrence
+  {"kind": "submit"}                                      end the episode and be graded"""
+
+
+def build_prompt(task: Task, hardware: HardwareProfile, workspace: Path, max_steps: int, max_wall_s: float) -> str:
+    """The whole prompt as one string (Markdown)."""
+    spec = task.spec
+    timing = ("Timing: NOT measured (CPU Triton interpreter; the score has no speedup term)." if hardware.interpreter
+              else f"Timing: median device time over {hardware.name}, L2 flushed between runs.")
+    parts = [
+        f"# Task {task.env_id}\n\n{ROLES.get(spec.kind, ROLES['triton2triton'])}",
+        f"## Files\nEditable (only these are graded): {', '.join(spec.editable_files)}.\n"
+        f"Entry point: `{spec.entry_point}`. Target kernel functions: {', '.join(spec.target_functions) or '-'}.\n"
+        f"Reference (read-only, for understanding): `{spec.reference}`. `configs.json` lists the seen configs and "
+        f"tolerances; `python check.py` checks your kernel on them.",
+        f"## Task\n{spec.description}\n\n{spec.guidance}".rstrip(),
+        "## Architecture pre-check\nDo not hard-code a GPU architecture or target flags; the kernel must run on "
+        f"the grading hardware ({hardware.name}, {hardware.arch}).",
+        "## Completion rules\n"
+        "- Grading is gated: +20 if it compiles, +100 if every config is correct within tolerance, then "
+        "+100 x speedup over the baseline.\n"
+        "- The grader runs your kernel itself, in a fresh process, on fresh inputs, and later on input shapes "
+        "you have not seen: no hard-coded shapes, no caching of outputs, no fallback to PyTorch.\n"
+        "- Never write score or report files yourself; they are ignored.\n"
+        f"- You have {max_steps} steps and {max_wall_s:.0f} s; the episode is graded when you submit or either "
+        f"runs out.\n- {timing}",
+        f"## Hardware: {hardware.name} ({hardware.arch})\n{hardware.reference_doc().strip()}",
+        f"## Workspace\n{workspace}",
+        f"## How to work\n{ACTIONS}\n\nIterate: edit, run `python check.py`, keep what is correct and faster, "
+        "then submit your best version (you may try up to three optimization versions).",
+    ]
+    return "\n\n".join(parts) + "\n"

@@ -1,0 +1,102 @@
+"""Action and observation spaces, and parsing of actions given as dicts, JSON strings or space samples.
+
+Action: ``{"kind": Discrete(5), "cmd", "path", "content", "old", "new": Text}``; `kind` indexes
+`ACTION_KINDS`. step() also accepts ``{"kind": "shell", "cmd": "ls"}`` and its JSON string.
+
+Observation: ``{"output": Text, "prompt": Text}``: the last action's output, and the task prompt
+(at reset; empty afterwards). Text charset: tab, newline, carriage return, printable ASCII and
+U+00A0-U+2FFF, which covers compiler and profiler output; other characters become '?'.
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from gymnasium import spaces
+
+ACTION_KINDS = ("shell", "write_file", "edit_file", "read_file", "submit")
+CHARSET = "".join(["\t\n\r", *map(chr, range(32, 127)), *map(chr, range(0xA0, 0x3000))])
+_CHARSET_SET = frozenset(CHARSET)
+MAX_OBS_CHARS = 100_000
+MAX_CMD_CHARS = 16_384
+MAX_FILE_CHARS = 200_000
+
+
+def _text(max_length: int) -> spaces.Text:
+    return spaces.Text(max_length=max_length, min_length=0, charset=CHARSET)
+
+
+def action_space() -> spaces.Dict:
+    return spaces.Dict({"kind": spaces.Discrete(len(ACTION_KINDS)), "cmd": _text(MAX_CMD_CHARS),
+                        "path": _text(4096), "content": _text(MAX_FILE_CHARS), "old": _text(MAX_FILE_CHARS),
+                        "new": _text(MAX_FILE_CHARS)})
+
+
+def observation_space() -> spaces.Dict:
+    return spaces.Dict({"output": _text(MAX_OBS_CHARS), "prompt": _text(MAX_OBS_CHARS)})
+
+
+def to_observation_text(text: str, max_chars: int = MAX_OBS_CHARS) -> str:
+    """`text` made to fit the observation space: unknown characters become '?', long text is cut
+    (head and tail kept, with a note of what was cut)."""
+    text = "".join(c if c in _CHARSET_SET else "?" for c in text)
+    if len(text) > max_chars:
+        note = f"\n[... {len(text) - max_chars + 200} characters cut ...]\n"
+        half = (max_chars - len(note)) // 2
+        text = text[:half] + note + text[-half:]
+    return text
+
+
+class ActionError(ValueError):
+    """The action is malformed; its message becomes the observation."""
+
+
+@dataclass
+class Action:
+    """A parsed action. Which fields matter depends on `kind` (see `ACTION_KINDS`)."""
+
+    kind: str
+    cmd: str = ""
+    path: str = ""
+    content: str = ""
+    old: str = ""
+    new: str = ""
+
+
+def parse_action(action: Any) -> Action:
+    """Turn a dict, JSON string, or space sample into an `Action`.
+
+    Raises:
+        ActionError: not a dict or JSON object, unknown kind, wrong field types, or a required field missing.
+    """
+    if isinstance(action, Action):
+        return action
+    if isinstance(action, (str, bytes)):
+        try:
+            action = json.loads(action)
+        except ValueError as e:
+            raise ActionError(f"action is not valid JSON ({e}); expected e.g. "
+                              '{"kind": "shell", "cmd": "python check.py"}') from None
+    if not isinstance(action, dict):
+        raise ActionError(f"action must be a dict or a JSON object, got {type(action).__name__}")
+    kind = action.get("kind")
+    if isinstance(kind, (int, np.integer)) and not isinstance(kind, bool):
+        if not 0 <= int(kind) < len(ACTION_KINDS):
+            raise ActionError(f"action kind index {kind} out of range 0..{len(ACTION_KINDS) - 1}")
+        kind = ACTION_KINDS[int(kind)]
+    if kind not in ACTION_KINDS:
+        raise ActionError(f"unknown action kind {kind!r}; expected one of {', '.join(ACTION_KINDS)}")
+    fields = {}
+    for name in ("cmd", "path", "content", "old", "new"):
+        value = action.get(name, "")
+        if not isinstance(value, str):
+            raise ActionError(f"field {name!r} must be a string, got {type(value).__name__}")
+        fields[name] = value
+    required = {"shell": ["cmd"], "write_file": ["path"], "edit_file": ["path", "old"], "read_file": ["path"],
+                "submit": []}[kind]
+    for name in required:
+        if not fields[name]:
+            raise ActionError(f"action {kind!r} needs a non-empty {name!r} field")
+    return Action(kind=kind, **fields)

@@ -1,0 +1,44 @@
+"""Per-episode workspaces: a fresh copy of a task's public files, and path checks for file actions."""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from pathlib import Path
+
+from kernelgym.hardware import HardwareProfile
+from kernelgym.spaces import ActionError
+from kernelgym.task import Task
+
+CHECK_TOOL = Path(__file__).resolve().parent / "workspace_tools" / "check.py"
+
+
+def create_workspace(task: Task, directory: Path, hardware: HardwareProfile) -> Path:
+    """Make `directory` a fresh workspace: the task's public files, `check.py` (a self-check the agent
+    may run) and `configs.json` (the seen configs and tolerances for this hardware). Returns its path."""
+    directory.mkdir(parents=True, exist_ok=False)
+    for rel in task.public_files():
+        (directory / rel).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(task.root / rel, directory / rel)
+    shutil.copy2(CHECK_TOOL, directory / "check.py")
+    spec = task.spec
+    (directory / "configs.json").write_text(json.dumps({
+        "entry_point": spec.entry_point, "reference": spec.reference, "input_builder": spec.input_builder,
+        "configs": task.configs_for(hardware.interpreter),
+        "tolerance": {k: v.model_dump() for k, v in spec.tolerance.items()},
+        "interpreter": hardware.interpreter}, indent=1))
+    return directory
+
+
+def resolve_in_workspace(workspace: Path, path: str) -> Path:
+    """The real path of `path` (relative to, or absolute inside, `workspace`), symlinks resolved.
+
+    Raises:
+        ActionError: the path, after resolving symlinks, lies outside the workspace.
+    """
+    ws = os.path.realpath(workspace)
+    real = os.path.realpath(os.path.join(ws, path))
+    if real != ws and not real.startswith(ws + os.sep):
+        raise ActionError(f"path {path!r} resolves to {real}, outside the workspace {ws}; "
+                          f"file actions may only touch files inside it")
+    return Path(real)
