@@ -1,0 +1,119 @@
+"""Command line: ``kernelgym list`` and ``kernelgym run --task triton-rmsnorm --policy tuner``."""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+from rich.console import Console
+from rich.table import Table
+
+from kernelgym.errors import KernelGymError
+
+console = Console(stderr=False)
+
+
+def cmd_list(args: argparse.Namespace) -> int:
+    from kernelgym.hardware import all_profiles
+    from kernelgym.policy import available_policies
+    from kernelgym.task import discover_tasks
+
+    table = Table(title="Tasks")
+    for col in ("name", "env id", "kind", "seen configs", "editable files"):
+        table.add_column(col)
+    for name, task in discover_tasks().items():
+        table.add_row(name, task.env_id, task.spec.kind, str(len(task.spec.seen_configs)),
+                      ", ".join(task.spec.editable_files))
+    console.print(table)
+    console.print(f"Policies: {', '.join(available_policies())}")
+    console.print(f"Hardware profiles: {', '.join(all_profiles())}")
+    return 0
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    from kernelgym.env import KernelArenaEnv
+    from kernelgym.grader import GraderConfig
+    from kernelgym.policy import load_policy
+    from kernelgym.rollout import rollout
+    from kernelgym.wrappers import TrajectoryRecorder
+
+    overrides = json.loads(args.policy_config) if args.policy_config else {}
+    policy = load_policy(args.policy, **overrides)
+    run_dir = Path(args.run_dir) / f"{time.strftime('%Y%m%d-%H%M%S')}-{args.task}-{args.policy}"
+    sandbox = "none" if args.no_sandbox else "bwrap"
+    grader = GraderConfig(warmup=args.warmup, reps=args.reps, sandbox=sandbox)
+    env = KernelArenaEnv(args.task, run_dir=run_dir, hardware=args.hardware, sandbox=sandbox,
+                         max_steps=args.max_steps, max_wall_s=args.max_wall_s, grader=grader)
+    env = TrajectoryRecorder(env, run_dir / "trajectories.jsonl")
+    hw = env.unwrapped.hardware
+    console.print(f"[bold]{env.unwrapped.task.env_id}[/] with policy [bold]{args.policy}[/] on {hw.name}"
+                  + (" [yellow](CPU interpreter: correctness only, no meaningful timing)[/]" if hw.interpreter else ""))
+    console.print(f"run directory: {run_dir}")
+    results = []
+    for ep in range(args.episodes):
+        with console.status(f"episode {ep + 1}/{args.episodes}: starting") as status:
+            def on_step(step, action, info):
+                kind = action.get("kind") if isinstance(action, dict) else "?"
+                status.update(f"episode {ep + 1}/{args.episodes}: step {step}/{args.max_steps} ({kind}), "
+                              f"{info['elapsed_s']:.0f} s")
+                if kind == "submit" or info.get("grade"):
+                    status.update(f"episode {ep + 1}/{args.episodes}: grading")
+            results.append(rollout(env, policy, seed=args.seed + ep, on_step=on_step))
+        console.print(f"episode {ep + 1}: reward {results[-1]['reward']:.1f} in {results[-1]['steps']} steps, "
+                      f"{results[-1]['wall_s']:.1f} s")
+    env.close()
+    print_results(results, hw.interpreter)
+    (run_dir / "results.json").write_text(json.dumps(results, indent=1, default=str))
+    console.print(f"trajectories: {run_dir / 'trajectories.jsonl'}")
+    return 0
+
+
+def print_results(results: list[dict], interpreter: bool) -> None:
+    table = Table(title="Result")
+    for col in ("episode", "compiled", "correct", "speedup (mean)", "speedup (geomean)", "score", "steps", "wall s"):
+        table.add_column(col, justify="right")
+    for i, r in enumerate(results):
+        g = r["grade"]
+        sp = "n/a (interpreter)" if interpreter else (f"{g['speedup']:.3f}x" if g.get("speedup") else "-")
+        geo = "n/a" if interpreter else (f"{g['speedup_geomean']:.3f}x" if g.get("speedup_geomean") else "-")
+        table.add_row(str(i + 1), str(g.get("compiled")), str(g.get("correct")), sp, geo, f"{g.get('score', 0):.1f}",
+                      str(r["steps"]), f"{r['wall_s']:.1f}")
+    console.print(table)
+    if results:
+        for row in results[-1]["grade"].get("configs", []):
+            t = (f"  baseline {row['baseline_ms']:.4f} ms  candidate {row['candidate_ms']:.4f} ms  "
+                 f"speedup {row['speedup']:.3f}x" if row.get("speedup") else "")
+            console.print(f"  {row['config']}: {'correct' if row.get('correct') else 'WRONG'}{t}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="kernelgym", description="GPU-kernel optimization tasks as Gymnasium envs")
+    sub = parser.add_subparsers(dest="command", required=True)
+    sub.add_parser("list", help="list tasks, policies and hardware profiles").set_defaults(func=cmd_list)
+    run = sub.add_parser("run", help="run a policy on a task and grade it")
+    run.add_argument("--task", default="triton-rmsnorm", help="task name, env id or task directory")
+    run.add_argument("--policy", default="tuner", help="built-in policy (see `kernelgym list`)")
+    run.add_argument("--policy-config", default=None, help="JSON object of overrides for the policy's config.yaml")
+    run.add_argument("--episodes", type=int, default=1)
+    run.add_argument("--seed", type=int, default=0)
+    run.add_argument("--max-steps", type=int, default=50)
+    run.add_argument("--max-wall-s", type=float, default=3600.0)
+    run.add_argument("--hardware", default=None, help="hardware profile id (default: detect)")
+    run.add_argument("--warmup", type=int, default=10, help="warm-up runs per config before timing")
+    run.add_argument("--reps", type=int, default=100, help="timed runs per config")
+    run.add_argument("--run-dir", default="kernelgym-runs", help="parent folder of run directories")
+    run.add_argument("--no-sandbox", action="store_true", help="run commands unisolated (only if bubblewrap "
+                     "cannot run here; trusted policies only)")
+    run.set_defaults(func=cmd_run)
+    args = parser.parse_args(argv)
+    try:
+        return args.func(args)
+    except KernelGymError as e:
+        console.print(f"[red]error:[/] {e}")
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())
