@@ -1,0 +1,92 @@
+"""The sandbox: no network, read-only system, clean environment, limits, process-tree kill."""
+import contextlib
+import socket
+import time
+
+import pytest
+
+from kernelgym.errors import SandboxUnavailableError
+from kernelgym.sandbox import BubblewrapSandbox, Limits, make_sandbox
+
+
+@pytest.fixture
+def box(tmp_path, require_bwrap):
+    ws = tmp_path / "run" / "episodes" / "ep1" / "workspace"
+    ws.mkdir(parents=True)
+    return BubblewrapSandbox(ws, limits=Limits(timeout_s=30))
+
+
+def test_loopback_network_blocked(box):
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen()
+    port = server.getsockname()[1]
+    try:
+        code = f"import socket; socket.create_connection(('127.0.0.1', {port}), timeout=2); print('CONNECTED')"
+        # Outside the sandbox the same connection works, so the test can fail.
+        socket.create_connection(("127.0.0.1", port), timeout=2).close()
+        r = box.run(["python", "-c", code])
+        assert "CONNECTED" not in r.output and r.returncode != 0
+    finally:
+        server.close()
+
+
+def test_writes_outside_workspace_fail(box, tmp_path):
+    r = box.run(f"echo hi > {box.workspace}/ok.txt; echo x > /etc/kernelgym-test; echo y > {tmp_path}/escape.txt")
+    assert (box.workspace / "ok.txt").read_text() == "hi\n"
+    assert not (tmp_path / "escape.txt").exists()
+    assert "Read-only file system" in r.output or "No such file" in r.output
+
+
+def test_private_and_other_episodes_invisible(box, tmp_path):
+    other = tmp_path / "run" / "episodes" / "ep2" / "workspace"
+    other.mkdir(parents=True)
+    (other / "secret.txt").write_text("other episode")
+    from kernelgym.task import DEFAULT_TASKS_ROOT
+    r = box.run(f"cat {other}/secret.txt; ls {DEFAULT_TASKS_ROOT}; cat ~/.bash_history /root/.bashrc")
+    assert "other episode" not in r.output
+    assert "rmsnorm" not in r.output and "triton" not in r.output
+
+
+def test_host_variables_invisible(box, monkeypatch):
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-secret-123")
+    monkeypatch.setenv("KG_HOST_VAR", "host-only")
+    r = box.run("env")
+    assert r.returncode == 0 and "PATH=" in r.output
+    assert "sk-secret-123" not in r.output and "host-only" not in r.output
+
+
+@pytest.mark.parametrize("backend", ["bwrap", "none"])
+def test_timeout_kills_children(tmp_path, backend, require_bwrap):
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    with pytest.warns(UserWarning) if backend == "none" else contextlib.nullcontext():
+        box = make_sandbox(backend, ws)
+    cmd = "(while true; do date +%s%N > tick; sleep 0.05; done) & sleep 60"
+    r = box.run(cmd, limits=Limits(timeout_s=1.0))
+    assert r.timed_out and "timed out" in r.describe()
+    before = (ws / "tick").read_text()
+    time.sleep(0.5)
+    assert (ws / "tick").read_text() == before, "a background child survived the timeout"
+
+
+def test_output_cut_says_so(box):
+    r = box.run("yes | head -c 1000000", limits=Limits(max_output_bytes=1000))
+    assert r.cut_bytes > 990_000 and "bytes of output cut" in r.output
+    assert len(r.output) < 2000
+
+
+def test_memory_limit(box):
+    r = box.run(["python", "-c", "b = bytearray(4 << 30); print('ALLOCATED')"], limits=Limits(memory_bytes=1 << 30))
+    assert "ALLOCATED" not in r.output and r.returncode != 0
+
+
+def test_missing_bwrap_refuses_with_fix(tmp_path, monkeypatch):
+    monkeypatch.setattr("shutil.which", lambda name: None)
+    with pytest.raises(SandboxUnavailableError, match="apt-get install bubblewrap"):
+        BubblewrapSandbox(tmp_path)
+
+
+def test_opt_out_warns(tmp_path):
+    with pytest.warns(UserWarning, match="sandboxing is OFF"):
+        make_sandbox("none", tmp_path)
