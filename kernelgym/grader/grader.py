@@ -9,10 +9,8 @@ patches its own process cannot make a wrong answer pass.
 """
 from __future__ import annotations
 
-import hashlib
 import json
 import math
-import os
 import shutil
 import statistics
 import sys
@@ -24,6 +22,7 @@ from typing import Any
 
 from kernelgym.grader.compare import compare_outputs
 from kernelgym.grader.score import arena_score
+from kernelgym.roofline import achieved, evaluate
 from kernelgym.hardware import HardwareProfile
 from kernelgym.sandbox import Limits, make_sandbox
 from kernelgym.task import Task
@@ -41,14 +40,14 @@ class GraderConfig:
     """Untimed calls before timing, per config."""
     reps: int = 100
     """Timed calls per config; the median is reported."""
+    rounds: int = 10
+    """Rounds in which baseline and candidate alternate; the spread of per-round speedups is the noise band."""
     input_sets: int = 4
-    """Distinct input sets rotated through the timed calls."""
+    """Distinct input value sets copied in before each timed run, in turn."""
     timeout_s: float = 900.0
     """Limit for one harness process (check or time)."""
     sandbox: str = "bwrap"
     """Sandbox backend for the candidate: 'bwrap' or 'none' (explicit opt-out)."""
-    cache_dir: Path | None = None
-    """Where baseline timings are cached per task and hardware (None: ~/.cache/kernelgym)."""
 
 
 @dataclass
@@ -122,13 +121,6 @@ def copy_candidate(task: Task, workspace: Path, dest: Path) -> list[str]:
     return problems
 
 
-def _fingerprint(*parts: Any) -> str:
-    h = hashlib.sha256()
-    for p in parts:
-        h.update(p if isinstance(p, bytes) else json.dumps(p, sort_keys=True, default=str).encode())
-    return h.hexdigest()[:16]
-
-
 class Grader:
     """Grades the kernel in a workspace for one task on one hardware profile.
 
@@ -158,7 +150,10 @@ class Grader:
         if compile_stage.passed:
             correct_stage, per_config = self.check_correctness(gdir, check, seed)
         if correct_stage.passed:
-            perf_stage, speedups = self.measure_performance(gdir, per_config, seed)
+            perf_stage, speedups, timed_ok = self.measure_performance(gdir, per_config, seed)
+            if not timed_ok:
+                correct_stage.passed = False
+                correct_stage.messages.append("the output of the timed runs was wrong (see performance)")
         mean = statistics.fmean(speedups) if speedups else None
         geo = math.exp(statistics.fmean(math.log(s) for s in speedups)) if speedups else None
         score = arena_score(bool(compile_stage.passed), bool(correct_stage.passed), mean)
@@ -211,62 +206,87 @@ class Grader:
             messages.insert(0, f"all {len(rows)} configs within tolerance")
         return Stage("correctness", passed, messages), rows
 
-    def measure_performance(self, gdir: Path, rows: list[dict], seed: int) -> tuple[Stage, list[float] | None]:
-        """Performance: median device time of baseline and candidate per config; speedup = baseline / candidate."""
-        if self.hardware.interpreter:
-            return Stage("performance", None, [NOT_MEASURED_ON_INTERPRETER]), None
-        base = self.baseline_times(seed)
-        cand = self._run_harness(gdir, "time", seed)
-        if cand["stage"] != "time":
-            return Stage("performance", False, [cand.get("error") or "timing failed"]), None
-        speedups, messages = [], []
-        for row, b, c in zip(rows, base["configs"], cand["configs"]):
-            if not (b["ok"] and c["ok"]) or c["median_ms"] <= 0:
-                return Stage("performance", False, [f"{row['config']}: timing failed: {c.get('error') or b.get('error')}"]), None
-            row.update(baseline_ms=b["median_ms"], candidate_ms=c["median_ms"], speedup=b["median_ms"] / c["median_ms"])
-            speedups.append(row["speedup"])
-        messages.append(f"speedup {statistics.fmean(speedups):.3f}x (arithmetic mean of {len(speedups)} configs), "
-                        f"{self.config.warmup} warm-up + {self.config.reps} timed runs, L2 flushed between runs")
-        return Stage("performance", True, messages), speedups
+    def measure_performance(self, gdir: Path, rows: list[dict], seed: int) -> tuple[Stage, list[float] | None, bool]:
+        """Performance: baseline and candidate timed in one process, interleaved in rounds (harness.py);
+        speedup = baseline median / candidate median per config.
 
-    # -- plumbing ------------------------------------------------------------------------------
-    def baseline_times(self, seed: int) -> dict:
-        """Timings of the task's pristine baseline, cached per task, hardware and timing settings."""
-        files = b"".join((self.task.root / f).read_bytes() for f in sorted(map(str, self.task.public_files())))
-        key = _fingerprint(files, HARNESS.read_bytes(), self.configs, self.config.warmup, self.config.reps,
-                           self.config.input_sets, self.hardware.id, self.hardware.flush_bytes)
-        cache_dir = Path(self.config.cache_dir or os.environ.get("KERNELGYM_CACHE_DIR",
-                                                                  Path.home() / ".cache" / "kernelgym"))
-        path = cache_dir / f"baseline-{self.task.name}-{self.hardware.id}-{key}.json"
-        if path.is_file():
-            return json.loads(path.read_text())
+        Returns (stage, per-config speedups or None, timed outputs correct). Speedup is withheld when a
+        config's achieved bandwidth or FLOP rate is above the hardware profile's peak (a measurement error).
+        """
+        if self.hardware.interpreter:
+            return Stage("performance", None, [NOT_MEASURED_ON_INTERPRETER]), None, True
+        import torch
+
+        from kernelgym.grader.reference import load_reference
+
         bdir = self._fresh_dir("baseline")
         copy_candidate(self.task, self.task.root, bdir)
-        result = self._run_harness(bdir, "time", seed)
-        if result["stage"] == "time" and all(c["ok"] for c in result["configs"]):
-            cache_dir.mkdir(parents=True, exist_ok=True)
-            path.write_text(json.dumps(result))
-        return result
+        res = self._run_harness(gdir, "time", seed, baseline_dir=bdir)
+        if res["stage"] != "time":
+            return Stage("performance", False, [res.get("error") or "timing failed"]), None, True
+        try:
+            outputs = torch.load(gdir / "timed_outputs.pt", weights_only=True)
+        except Exception as e:  # noqa: BLE001
+            return Stage("performance", False, [f"timed outputs unreadable: {e}"]), None, False
+        reference, builder = load_reference(self.task)
+        spec, speedups, messages, flagged = self.task.spec, [], [], False
+        for i, (row, t) in enumerate(zip(rows, res["configs"])):
+            cfg = row["config"]
+            if not t["ok"] or t["candidate_ms"] <= 0:
+                return Stage("performance", False, [f"{cfg}: timing failed: {t.get('error')}"]), None, True
+            ok, msg, _ = compare_outputs(outputs.get(str(i)), reference(*builder(cfg, t["verify_seed"], "cpu")), cfg,
+                                         spec.tolerance[cfg["dtype"]])
+            if not ok:
+                # Blocks kernels that are honest while checked and cheap while timed.
+                row.update(correct=False, error=f"output of the timed path is wrong: {msg}")
+                return Stage("performance", False, [f"{cfg}: output of the timed path is wrong: {msg}"]), None, False
+            ratios = sorted(t["round_speedups"])
+            row.update(baseline_ms=t["baseline_ms"], candidate_ms=t["candidate_ms"],
+                       speedup=t["baseline_ms"] / t["candidate_ms"], noise_band=[ratios[0], ratios[-1]],
+                       timing_mode=t["candidate_mode"], baseline_timing_mode=t["baseline_mode"])
+            if spec.roofline:
+                gbps, tflops = achieved(evaluate(spec.roofline.bytes, cfg), evaluate(spec.roofline.flops, cfg),
+                                        t["candidate_ms"])
+                peak_tflops = self.hardware.peak_tflops.get(cfg.get("dtype", "fp32"), 0) or max(
+                    self.hardware.peak_tflops.values(), default=0)
+                row.update(achieved_gbps=gbps, achieved_tflops=tflops,
+                           bandwidth_fraction=gbps / self.hardware.peak_bandwidth_gbps,
+                           flops_fraction=tflops / peak_tflops if peak_tflops else None)
+                if row["bandwidth_fraction"] > 1.0 or (row["flops_fraction"] or 0) > 1.0:
+                    flagged = True
+                    messages.append(f"{cfg}: {gbps:.0f} GB/s is above the {self.hardware.name} peak "
+                                    f"({self.hardware.peak_bandwidth_gbps:.0f} GB/s): measurement error, no speedup")
+            speedups.append(row["speedup"])
+        mean = statistics.fmean(speedups)
+        messages.insert(0, f"speedup {mean:.3f}x (arithmetic mean of {len(speedups)} configs), baseline and "
+                           f"candidate interleaved in {self.config.rounds} rounds, {self.config.warmup} warm-up + "
+                           f"{self.config.reps} timed runs each, caches flushed before every run"
+                           + ("" if res.get("persisting_l2_reset") else "; persisting-L2 reset unavailable"))
+        return Stage("performance", not flagged, messages), (None if flagged else speedups), True
 
+    # -- plumbing ------------------------------------------------------------------------------
     def _fresh_dir(self, prefix: str) -> Path:
         d = self.work_dir / f"{prefix}-{time.strftime('%Y%m%d-%H%M%S')}-{uuid.uuid4().hex[:6]}"
         d.mkdir(parents=True)
         return d
 
-    def _run_harness(self, gdir: Path, mode: str, seed: int) -> dict:
+    def _run_harness(self, gdir: Path, mode: str, seed: int, baseline_dir: Path | None = None) -> dict:
         """Run harness.py on `gdir` in the sandbox; always returns a result dict (failures included)."""
         request = {"mode": mode, "directory": str(gdir), "entry_point": self.task.spec.entry_point,
                    "input_builder": self.task.spec.input_builder, "configs": self.configs, "seed": seed,
-                   "device": self.device, "outputs": str(gdir / "outputs.pt"), "result": str(gdir / "result.json"),
-                   "warmup": self.config.warmup, "reps": self.config.reps, "input_sets": self.config.input_sets,
-                   "flush_bytes": self.hardware.flush_bytes}
+                   "device": self.device, "result": str(gdir / f"{mode}_result.json"),
+                   "outputs": str(gdir / ("timed_outputs.pt" if mode == "time" else "outputs.pt")),
+                   "baseline_directory": str(baseline_dir) if baseline_dir else None,
+                   "warmup": self.config.warmup, "reps": self.config.reps, "rounds": self.config.rounds,
+                   "input_sets": self.config.input_sets, "flush_bytes": self.hardware.flush_bytes}
         (gdir / "request.json").write_text(json.dumps(request))
         env = {"TRITON_INTERPRET": "1"} if self.hardware.interpreter else {}
-        sandbox = make_sandbox(self.config.sandbox, gdir, readonly=[HARNESS], gpu=not self.hardware.interpreter,
+        readonly = [HARNESS] + ([baseline_dir] if baseline_dir else [])
+        sandbox = make_sandbox(self.config.sandbox, gdir, readonly=readonly, gpu=not self.hardware.interpreter,
                                env=env)
         run = sandbox.run([sys.executable, str(HARNESS), str(gdir / "request.json")],
                           limits=Limits(timeout_s=self.config.timeout_s, max_output_bytes=8000))
-        result_path = gdir / "result.json"
+        result_path = Path(request["result"])
         if run.timed_out:
             return {"stage": mode, "ok": False, "configs": [],
                     "error": f"the candidate ran past the {self.config.timeout_s:.0f} s limit and was killed"}

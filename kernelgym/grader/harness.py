@@ -8,7 +8,9 @@ to the grading directory), the configs, a seed, the device, and what to do:
 - ``check``: import the entry module, call it once per config on fresh seeded inputs, and save the
   outputs (moved to the CPU) to ``outputs.pt``. The trusted parent compares them with the reference:
   nothing here decides correctness, so patching this process cannot pass a wrong kernel.
-- ``time``: per config, time the kernel after warm-up (see `bench`) and report times in ms.
+- ``time``: per config, time the pristine baseline and the candidate interleaved in rounds (see
+  `time_pair`), and save the candidate's output of one more call made the way it was timed, which the
+  parent checks: a kernel honest while checked and cheap while timed fails.
 
 The result is written as JSON to the request's ``result`` path. Stage failures are reported, not raised.
 Timing runs in the same process as the candidate and can, in principle, be tampered with by it: the
@@ -19,15 +21,21 @@ import json
 import os
 import statistics
 import sys
-import time
 import traceback
 
 import torch
 
-# Bound before any candidate code runs (a candidate that later patches torch.cuda.* does not reach these).
-_Event = torch.cuda.Event if torch.cuda.is_available() else None
-_synchronize = torch.cuda.synchronize if torch.cuda.is_available() else None
-_perf_counter = time.perf_counter
+# Bound before any candidate code runs: a candidate that later patches torch.cuda.Event.record,
+# CUDAGraph.replay, synchronize or Tensor.zero_ does not reach the timer's own references.
+_GPU = torch.cuda.is_available()
+_Event = torch.cuda.Event if _GPU else None
+_record = torch.cuda.Event.record if _GPU else None
+_elapsed = torch.cuda.Event.elapsed_time if _GPU else None
+_synchronize = torch.cuda.synchronize if _GPU else None
+_CUDAGraph = torch.cuda.CUDAGraph if _GPU else None
+_replay = torch.cuda.CUDAGraph.replay if _GPU else None
+_zero = torch.Tensor.zero_
+_copy = torch.Tensor.copy_
 
 
 def load(ref, directory, name):
@@ -71,61 +79,165 @@ def check(req, fn, builder):
     return {"stage": "check", "ok": True, "error": None, "configs": configs}
 
 
-def bench(fn, args_sets, warmup, reps, flush):
-    """Median device time of one call of `fn`, in ms, with the cache flushed before each timed call.
-
-    Each call takes the next input set (rotating, prepared beforehand). The flush kernel runs before the
-    start event is recorded, so the GPU is busy while the host enqueues the call and launch gaps do not
-    enter the measurement (the approach of triton.testing.do_bench).
-    """
-    n = len(args_sets)
-    for i in range(warmup):
-        fn(*args_sets[i % n])
-    _synchronize()
-    starts = [_Event(enable_timing=True) for _ in range(reps)]
-    ends = [_Event(enable_timing=True) for _ in range(reps)]
-    for i in range(reps):
-        if flush is not None:
-            flush.zero_()
-        starts[i].record()
-        fn(*args_sets[i % n])
-        ends[i].record()
-    _synchronize()
-    times = [s.elapsed_time(e) for s, e in zip(starts, ends)]
-    return {"median_ms": statistics.median(times), "mean_ms": statistics.fmean(times), "min_ms": min(times),
-            "stdev_ms": statistics.pstdev(times), "reps": reps, "warmup": warmup}
-
-
-def time_configs(req, fn, builder):
-    flush = None
-    if req.get("flush_bytes"):
-        flush = torch.empty(req["flush_bytes"] // 4, dtype=torch.int32, device=req["device"])
-    results = []
-    for i, cfg in enumerate(req["configs"]):
+def _persisting_l2_reset():
+    """A function that drops any persisting-L2 carve-out (cudaLimitPersistingL2CacheSize -> 0, then
+    cudaCtxResetPersistingL2Cache), or None where cuda-python is absent (reported in the result)."""
+    try:
+        from cuda.bindings import runtime as cudart
+    except ImportError:
         try:
-            sets = [builder(cfg, req["seed"] + 1000 * k + i, req["device"]) for k in range(req.get("input_sets", 4))]
-            fn(*sets[0])  # compile / JIT before any timing
+            from cuda import cudart
+        except ImportError:
+            return None
+
+    def reset():
+        cudart.cudaDeviceSetLimit(cudart.cudaLimit.cudaLimitPersistingL2CacheSize, 0)
+        cudart.cudaCtxResetPersistingL2Cache()
+    return reset
+
+
+def _tensors(args):
+    return [a for a in args if isinstance(a, torch.Tensor)]
+
+
+class Timed:
+    """One kernel prepared for timing on one config: static input buffers, a pool of fresh input values,
+    and a CUDA graph of one call where capture works (else eager calls, timed with a device-wide
+    synchronize before the end mark so work on any stream counts)."""
+
+    def __init__(self, fn, static_args, warmup):
+        self.fn, self.args = fn, static_args
+        for _ in range(warmup):  # compilation, JIT and autotuning happen here, before any timing
+            self.out = fn(*static_args)
+        _synchronize()
+        self.graph, self.mode = None, "events+sync"
+        try:
+            side = torch.cuda.Stream()
+            side.wait_stream(torch.cuda.current_stream())
+            with torch.cuda.stream(side):
+                fn(*static_args)
+            torch.cuda.current_stream().wait_stream(side)
             _synchronize()
-            results.append({"config": cfg, "ok": True, "error": None,
-                            **bench(fn, sets, req["warmup"], req["reps"], flush)})
+            graph = _CUDAGraph()
+            with torch.cuda.graph(graph):
+                self.out = fn(*static_args)
+            _synchronize()
+            self.graph, self.mode = graph, "cuda-graph"
+        except Exception:  # noqa: BLE001 - capture is not always possible; fall back to eager
+            torch.cuda.synchronize()
+
+    def refresh(self, values):
+        for dst, src in zip(_tensors(self.args), _tensors(values)):
+            _copy(dst, src)
+
+    def call(self):
+        if self.graph is not None:
+            _replay(self.graph)
+        else:
+            self.out = self.fn(*self.args)
+
+
+def time_pair(base, cand, pool, flush, reps, rounds, reset_l2):
+    """Interleave baseline and candidate in `rounds` rounds (order alternating), reps/rounds timed runs each.
+
+    Before each timed run, outside the timed window: fresh input values copied in, the cache flushed
+    (a write of `flush` bytes), so neither kernel reads a warm L2. Returns per-run times in ms."""
+    per_round = max(reps // rounds, 1)
+    times = {"baseline": [], "candidate": []}
+    round_medians = {"baseline": [], "candidate": []}
+    k = 0
+    for r in range(rounds):
+        if reset_l2 is not None:
+            reset_l2()
+        order = (("baseline", base), ("candidate", cand)) if r % 2 == 0 else (("candidate", cand), ("baseline", base))
+        for who, t in order:
+            starts = [_Event(enable_timing=True) for _ in range(per_round)]
+            ends = [_Event(enable_timing=True) for _ in range(per_round)]
+            for j in range(per_round):
+                t.refresh(pool[k % len(pool)])
+                k += 1
+                if flush is not None:
+                    _zero(flush)
+                _record(starts[j])
+                t.call()
+                if t.graph is None:
+                    _synchronize()  # device-wide: work on a side stream is counted
+                _record(ends[j])
+            _synchronize()
+            ts = [_elapsed(s, e) for s, e in zip(starts, ends)]
+            times[who] += ts
+            round_medians[who].append(statistics.median(ts))
+    return times, round_medians, k
+
+
+def prepare_baseline(req, builder, base_fn):
+    """Input pools and the baseline's prepared timing (graph) for every config, plus the flush buffer."""
+    flush = torch.empty(req["flush_bytes"] // 4, dtype=torch.int32, device="cuda") if req.get("flush_bytes") else None
+    reset_l2 = _persisting_l2_reset()
+    prepared = []
+    # Baseline graphs are captured before the candidate module is imported (see main), so code the
+    # candidate runs at import cannot reach the baseline's launches.
+    for i, cfg in enumerate(req["configs"]):
+        seeds = [req["seed"] + 1000 * (k + 1) + i for k in range(req.get("input_sets", 4))]
+        pool = [builder(cfg, s, "cuda") for s in seeds]
+        try:
+            base = Timed(base_fn, builder(cfg, seeds[0], "cuda"), req["warmup"])
+            prepared.append((cfg, seeds, pool, base))
         except Exception:  # noqa: BLE001
-            results.append({"config": cfg, "ok": False, "error": tb(8)})
-    return {"stage": "time", "ok": True, "error": None, "configs": results}
+            prepared.append((cfg, seeds, pool, tb(8)))
+    return prepared, flush, reset_l2
+
+
+def run_timing(req, prepared, flush, reset_l2, cand_fn, builder):
+    """Time the candidate against the prepared baseline on every config; save its timed-path outputs."""
+    results, outputs = [], {}
+    for i, (cfg, seeds, pool, base) in enumerate(prepared):
+        entry = {"config": cfg, "ok": False, "error": None}
+        if isinstance(base, str):
+            entry["error"] = "baseline failed: " + base
+            results.append(entry)
+            continue
+        try:
+            cand = Timed(cand_fn, builder(cfg, seeds[0], "cuda"), req["warmup"])
+            times, rounds, k = time_pair(base, cand, pool, flush, req["reps"], req.get("rounds", 10), reset_l2)
+            # Verify the timed path: fresh values, poisoned output, one more call the same way it was timed.
+            vi = k % len(pool)
+            cand.refresh(pool[vi])
+            if cand.graph is not None and torch.is_floating_point(cand.out):
+                cand.out.fill_(float("nan"))
+            cand.call()
+            _synchronize()
+            outputs[str(i)] = cand.out.detach().to("cpu").clone()
+            ratios = [b / c for b, c in zip(rounds["baseline"], rounds["candidate"]) if c > 0]
+            entry.update(ok=True, baseline_ms=statistics.median(times["baseline"]),
+                         candidate_ms=statistics.median(times["candidate"]), round_speedups=ratios,
+                         baseline_mode=base.mode, candidate_mode=cand.mode, verify_seed=seeds[vi],
+                         runs=len(times["candidate"]))
+        except Exception:  # noqa: BLE001
+            entry["error"] = tb(8)
+        results.append(entry)
+    torch.save(outputs, req["outputs"])
+    return {"stage": "time", "ok": True, "error": None, "configs": results,
+            "persisting_l2_reset": reset_l2 is not None}
 
 
 def main(path):
     with open(path) as f:
         req = json.load(f)
     gdir = req["directory"]
+    builder = load(req["input_builder"], gdir, "kernelgym_inputs")
+    timing = None
+    if req["mode"] == "time":
+        base_fn = load(req["entry_point"], req["baseline_directory"], "kernelgym_baseline")
+        timing = prepare_baseline(req, builder, base_fn)
     try:
-        builder = load(req["input_builder"], gdir, "kernelgym_inputs")
         sys.path.insert(0, gdir)  # the candidate may import its own helper files
         fn = load(req["entry_point"], gdir, "kernelgym_candidate")
         print("[harness] candidate imported", flush=True)
     except Exception:  # noqa: BLE001 - import failure of the candidate = compile gate failure
         result = {"stage": "compile", "ok": False, "error": tb(), "configs": []}
     else:
-        result = (time_configs if req["mode"] == "time" else check)(req, fn, builder)
+        result = run_timing(req, *timing, fn, builder) if timing else check(req, fn, builder)
     with open(req["result"], "w") as f:
         json.dump(result, f)
 
