@@ -20,13 +20,10 @@ def cmd_list(args: argparse.Namespace) -> int:
     from kernelgym.policy import available_policies
     from kernelgym.task import discover_tasks
 
-    table = Table(title="Tasks")
-    for col in ("name", "env id", "kind", "seen configs", "editable files"):
-        table.add_column(col)
+    console.print("[bold]Tasks[/]")
     for name, task in discover_tasks().items():
-        table.add_row(name, task.env_id, task.spec.kind, str(len(task.spec.seen_configs)),
-                      ", ".join(task.spec.editable_files))
-    console.print(table)
+        console.print(f"  {name:<24} {task.env_id:<40} {task.spec.kind:<14} {len(task.spec.seen_configs)} seen configs, "
+                      f"editable: {', '.join(task.spec.editable_files)}", soft_wrap=True)
     console.print(f"Policies: {', '.join(available_policies())}")
     console.print(f"Hardware profiles: {', '.join(all_profiles())}")
     return 0

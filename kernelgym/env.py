@@ -116,6 +116,9 @@ class KernelArenaEnv(gym.Env):
         except ActionError as e:
             error = str(e)
             output = f"error: {e}"
+        except (OSError, ValueError) as e:  # e.g. a file name too long, a NUL byte in a path
+            error = f"{type(e).__name__}: {e}"
+            output = f"error: {error}"
         terminated = kind == "submit"
         truncated = not terminated and (self.steps >= self.max_steps or
                                         time.monotonic() - self.start_time >= self.max_wall_s)

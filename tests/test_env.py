@@ -1,0 +1,108 @@
+"""KernelArenaEnv: Gymnasium API, check_env, malformed actions, budgets, file-action safety."""
+import json
+
+import gymnasium as gym
+import pytest
+from gymnasium.utils.env_checker import check_env
+
+import kernelgym  # noqa: F401 - registers the tasks
+from kernelgym.env import KernelArenaEnv
+
+
+@pytest.fixture
+def env(tmp_path, require_bwrap):
+    e = KernelArenaEnv("triton-rmsnorm", run_dir=tmp_path / "run", hardware="cpu-interpreter", max_steps=20)
+    yield e
+    e.close()
+
+
+def test_registered_with_string_entry_point():
+    spec = gym.spec("KernelArena/triton-rmsnorm-v0")
+    assert spec.entry_point == "kernelgym.env:KernelArenaEnv" and spec.nondeterministic is True
+
+
+def test_gym_make_reset_prompt(tmp_path, require_bwrap):
+    env = gym.make("KernelArena/triton-rmsnorm-v0", run_dir=tmp_path, hardware="cpu-interpreter")
+    obs, info = env.reset(seed=0)
+    assert env.observation_space.contains(obs)
+    prompt = obs["prompt"]
+    for part in ("kernel.py", "rmsnorm_kernel", "submit", "Completion rules", "Triton CPU interpreter",
+                 str(env.unwrapped.workspace)):
+        assert part in prompt, part
+    assert info["grade"] == {} and obs["output"] == ""
+
+
+def test_check_env_passes(tmp_path, require_bwrap):
+    # Through gym.make so the spec (nondeterministic=True: GPU timings vary) is attached, as users get it.
+    env = gym.make("KernelArena/triton-rmsnorm-v0", run_dir=tmp_path, hardware="cpu-interpreter",
+                   render_mode="ansi").unwrapped
+    check_env(env, skip_render_check=False)
+
+
+@pytest.mark.parametrize("action", [None, 42, "{", "[]", {"kind": "nope"}, {"kind": 99}, {"kind": "shell"},
+                                    {"kind": "shell", "cmd": 5}, {"kind": "read_file", "path": "missing.py"},
+                                    {"kind": "edit_file", "path": "kernel.py", "old": "tl.", "new": "x"},
+                                    {"kind": "write_file", "path": "../../escape.txt", "content": "x"},
+                                    {"kind": "read_file", "path": "/etc/passwd"}])
+def test_malformed_action_gives_error_observation(env, action):
+    env.reset(seed=0)
+    obs, reward, terminated, truncated, info = env.step(action)
+    assert obs["output"].startswith("error:") and info["action_error"]
+    assert reward == 0.0 and not terminated and not truncated
+    obs, *_ = env.step({"kind": "shell", "cmd": "echo still-alive"})
+    assert "still-alive" in obs["output"]
+
+
+def test_file_actions_and_json_strings(env):
+    env.reset(seed=0)
+    obs, *_ = env.step(json.dumps({"kind": "write_file", "path": "notes/a.txt", "content": "hello"}))
+    assert "wrote 5" in obs["output"]
+    obs, *_ = env.step({"kind": "edit_file", "path": "notes/a.txt", "old": "hello", "new": "bye"})
+    assert "edited" in obs["output"]
+    obs, *_ = env.step({"kind": "read_file", "path": "notes/a.txt"})
+    assert obs["output"] == "bye"
+    obs, *_ = env.step({"kind": "shell", "cmd": "cat notes/a.txt"})
+    assert obs["output"].startswith("bye")
+
+
+def test_symlink_escape_via_file_action_is_refused(env, tmp_path):
+    env.reset(seed=0)
+    target = tmp_path / "outside.txt"
+    env.step({"kind": "shell", "cmd": f"ln -s {target} link.txt"})
+    obs, *_ = env.step({"kind": "write_file", "path": "link.txt", "content": "pwned"})
+    assert obs["output"].startswith("error:") and not target.exists()
+
+
+def test_submit_terminates_with_arena_score(env):
+    env.reset(seed=0)
+    obs, reward, terminated, truncated, info = env.step({"kind": "submit"})
+    assert terminated and not truncated and reward == 120.0
+    g = info["grade"]
+    assert [s["name"] for s in g["stages"]] == ["compile", "correctness", "performance"]
+    assert g["correct"] and len(g["configs"]) == 3 and "score 120.0" in obs["output"]
+    obs, reward, terminated, *_ = env.step({"kind": "shell", "cmd": "ls"})
+    assert "episode is over" in obs["output"] and reward == 0.0
+
+
+def test_step_budget_truncates_and_grades(tmp_path, require_bwrap):
+    env = KernelArenaEnv("triton-rmsnorm", run_dir=tmp_path, hardware="cpu-interpreter", max_steps=2)
+    env.reset(seed=0)
+    _, r1, te1, tr1, _ = env.step({"kind": "write_file", "path": "kernel.py", "content": "syntax error("})
+    assert (r1, te1, tr1) == (0.0, False, False)
+    _, r2, te2, tr2, info = env.step({"kind": "shell", "cmd": "true"})
+    assert tr2 and not te2 and r2 == 0.0 and info["grade"]["compiled"] is False
+
+
+def test_episodes_get_fresh_workspaces(env):
+    env.reset(seed=0)
+    first = env.workspace
+    env.step({"kind": "write_file", "path": "kernel.py", "content": "broken"})
+    env.reset(seed=1)
+    assert env.workspace != first and "triton.jit" in (env.workspace / "kernel.py").read_text()
+
+
+def test_render_ansi(tmp_path, require_bwrap):
+    env = KernelArenaEnv(run_dir=tmp_path, hardware="cpu-interpreter", render_mode="ansi")
+    env.reset(seed=0)
+    env.step({"kind": "shell", "cmd": "echo rendered"})
+    assert "rendered" in env.render()

@@ -1,0 +1,121 @@
+"""The grader's gates, on the CPU interpreter: 0 for no compile, 20 for wrong, 120 for the baseline."""
+import math
+import shutil
+
+import pytest
+import torch
+
+from kernelgym.grader import Grader, GraderConfig, arena_score
+from kernelgym.grader.compare import compare_outputs
+from kernelgym.hardware import detect_profile
+from kernelgym.task import Tolerance, get_task
+
+TASK = get_task("triton-rmsnorm")
+BASELINE = (TASK.root / "kernel.py").read_text()
+
+
+@pytest.fixture
+def grade(tmp_path, require_bwrap):
+    """grade(kernel_source) -> Grade for a workspace holding that kernel.py."""
+    hw = detect_profile("cpu-interpreter")
+
+    def _grade(source, extra_files=None, config=None):
+        ws = tmp_path / "ws"
+        shutil.rmtree(ws, ignore_errors=True)
+        ws.mkdir()
+        for rel in TASK.public_files():
+            shutil.copy(TASK.root / rel, ws / rel)
+        if source is not None:
+            (ws / "kernel.py").write_text(source)
+        for name, text in (extra_files or {}).items():
+            (ws / name).write_text(text)
+        return Grader(TASK, hw, tmp_path / "grading", config or GraderConfig()).grade(ws, seed=7)
+    return _grade
+
+
+def test_baseline_scores_120_on_interpreter(grade):
+    g = grade(BASELINE)
+    assert g.score == 120.0 and g.compiled and g.correct
+    assert g.stages[2].passed is None and "not measured on the CPU interpreter" in g.stages[2].messages[0]
+    assert all(c["correct"] for c in g.configs) and g.speedup is None
+
+
+def test_syntax_error_scores_0(grade):
+    g = grade(BASELINE.replace("def rmsnorm(", "def rmsnorm(((", 1))
+    assert g.score == 0.0 and not g.compiled
+    assert "SyntaxError" in "\n".join(g.stages[0].messages)
+
+
+def test_wrong_output_scores_20(grade):
+    g = grade(BASELINE.replace("y = x * rstd * w", "y = 2.0 * x * rstd * w"))
+    assert g.score == 20.0 and g.compiled and not g.correct
+    assert any("outside atol" in (c["error"] or "") for c in g.configs)
+
+
+def test_crashing_kernel_fails_gate_not_env(grade):
+    src = BASELINE.replace('    x2 = x.reshape(-1, x.shape[-1])', '    import os; os.abort()\n    x2 = x.reshape(-1, x.shape[-1])')
+    g = grade(src)
+    assert g.compiled and not g.correct and g.score == 20.0
+    assert "died" in "\n".join(g.stages[1].messages)
+
+
+def test_hang_is_killed(grade):
+    src = BASELINE.replace('    x2 = x.reshape(-1, x.shape[-1])', '    while True: pass\n    x2 = 0')
+    g = grade(src, config=GraderConfig(timeout_s=8.0))
+    assert g.score == 20.0 and "limit" in "\n".join(g.stages[1].messages)
+
+
+def test_symlinked_kernel_is_refused(grade, tmp_path):
+    (tmp_path / "elsewhere.py").write_text(BASELINE)
+    g = grade(None)
+    ws = tmp_path / "ws"
+    (ws / "kernel.py").unlink()
+    (ws / "kernel.py").symlink_to(tmp_path / "elsewhere.py")
+    g = Grader(TASK, detect_profile("cpu-interpreter"), tmp_path / "grading2").grade(ws, seed=1)
+    assert g.score == 0.0 and "symlink" in g.stages[0].messages[0]
+
+
+def test_tampered_reference_in_workspace_is_ignored(grade):
+    # The kernel doubles its output and the workspace's reference is edited to match: the grader uses the
+    # pristine reference, so the kernel still fails.
+    ref = (TASK.root / "reference.py").read_text().replace("return xf * rstd * weight.float()",
+                                                           "return 2.0 * xf * rstd * weight.float()")
+    g = grade(BASELINE.replace("y = x * rstd * w", "y = 2.0 * x * rstd * w"), {"reference.py": ref})
+    assert g.score == 20.0
+
+
+def test_kernel_cannot_read_task_dir(grade):
+    src = BASELINE + f"\nopen({str(TASK.root / 'task.yaml')!r}).read()\n"
+    g = grade(src)
+    assert g.score == 0.0 and ("No such file" in g.stages[0].messages[0] or "FileNotFound" in g.stages[0].messages[0])
+
+
+@pytest.mark.parametrize("compiled,correct,speedup,expected", [
+    (False, True, 5.0, 0.0), (True, False, 5.0, 20.0), (True, True, None, 120.0), (True, True, 1.0, 220.0),
+    (True, True, 2.5, 370.0)])
+def test_arena_score(compiled, correct, speedup, expected):
+    assert arena_score(compiled, correct, speedup) == expected
+
+
+@pytest.mark.parametrize("bad", [-1.0, math.nan, math.inf])
+def test_arena_score_rejects_bad_speedup(bad):
+    with pytest.raises(ValueError, match="finite number"):
+        arena_score(True, True, bad)
+
+
+TOL = Tolerance(atol=1e-2, rtol=1e-2)
+CFG = {"dtype": "float16"}
+
+
+def test_compare_rejects_nan_shape_dtype_and_tiny_constant():
+    ref = torch.randn(4, 8)
+    good = ref.half()
+    assert compare_outputs(good, ref, CFG, TOL)[0]
+    nan = good.clone()
+    nan[0, 0] = float("nan")
+    assert "non-finite" in compare_outputs(nan, ref, CFG, TOL)[1]
+    assert "shape" in compare_outputs(good[:2], ref, CFG, TOL)[1]
+    assert "dtype" in compare_outputs(good.float(), ref, CFG, TOL)[1]
+    tiny = ref * 1e-3  # true values small: zeros clear atol elementwise, but not the relative L2 check
+    assert not compare_outputs(torch.zeros(4, 8, dtype=torch.float16), tiny, CFG, TOL)[0]
+    assert "not a tensor" in compare_outputs([1, 2], ref, CFG, TOL)[1]

@@ -1,0 +1,85 @@
+"""Task loading: every task under tasks/ validates; malformed task.yaml files give errors naming file and field."""
+import re
+import shutil
+
+import pytest
+import yaml
+
+from kernelgym.errors import TaskSpecError, UnknownTaskError
+from kernelgym.task import discover_tasks, get_task, load_task
+
+TASK_DIR = get_task("triton-rmsnorm").root
+
+
+@pytest.fixture
+def task_copy(tmp_path):
+    dest = tmp_path / "rmsnorm"
+    shutil.copytree(TASK_DIR, dest)
+    return dest
+
+
+def edit(task_dir, **changes):
+    raw = yaml.safe_load((task_dir / "task.yaml").read_text())
+    for k, v in changes.items():
+        if v is None:
+            raw.pop(k)
+        else:
+            raw[k] = v
+    (task_dir / "task.yaml").write_text(yaml.safe_dump(raw))
+
+
+def test_all_tasks_load():
+    tasks = discover_tasks()
+    assert "triton-rmsnorm" in tasks
+    t = tasks["triton-rmsnorm"]
+    assert t.env_id == "KernelArena/triton-rmsnorm-v0" and t.spec.kind == "triton2triton"
+    assert len(t.spec.seen_configs) == 5 and t.spec.seen_configs[-1] == {"rows": 4096, "hidden": 8192, "dtype": "float16"}
+    assert [str(p) for p in t.public_files()] == ["kernel.py", "reference.py"]
+
+
+def test_missing_field_names_field_and_file(task_copy):
+    edit(task_copy, entry_point=None)
+    with pytest.raises(TaskSpecError, match=re.escape(f"{task_copy / 'task.yaml'}: field `entry_point`: Field required")):
+        load_task(task_copy)
+
+
+def test_wrong_type_names_nested_field(task_copy):
+    edit(task_copy, tolerance={"float16": {"atol": "loose", "rtol": 0.1}, "bfloat16": {"atol": 0.1, "rtol": 0.1}})
+    with pytest.raises(TaskSpecError, match=r"field `tolerance.float16.atol`"):
+        load_task(task_copy)
+
+
+def test_unknown_field_rejected(task_copy):
+    edit(task_copy, tolerence={})
+    with pytest.raises(TaskSpecError, match=r"field `tolerence`: Extra inputs are not permitted"):
+        load_task(task_copy)
+
+
+def test_missing_file_named(task_copy):
+    (task_copy / "reference.py").unlink()
+    with pytest.raises(TaskSpecError, match=r"field `reference`: file 'reference.py' not found"):
+        load_task(task_copy)
+
+
+def test_config_dtype_without_tolerance(task_copy):
+    edit(task_copy, tolerance={"float16": {"atol": 0.01, "rtol": 0.01}})
+    with pytest.raises(TaskSpecError, match=r"no entry in tolerance"):
+        load_task(task_copy)
+
+
+def test_bad_yaml_and_missing_file(task_copy, tmp_path):
+    (task_copy / "task.yaml").write_text("id: [unclosed")
+    with pytest.raises(TaskSpecError, match="not valid YAML"):
+        load_task(task_copy)
+    with pytest.raises(TaskSpecError, match="task.yaml: not found"):
+        load_task(tmp_path / "nowhere")
+
+
+def test_unknown_task_suggests():
+    with pytest.raises(UnknownTaskError, match="Did you mean 'triton-rmsnorm'"):
+        get_task("triton-rmsnrom")
+
+
+def test_get_task_by_env_id_and_path():
+    assert get_task("KernelArena/triton-rmsnorm-v0").name == "triton-rmsnorm"
+    assert get_task(str(TASK_DIR)).name == "triton-rmsnorm"
