@@ -85,6 +85,7 @@ class KernelArenaEnv(gym.Env):
         self.action_space = action_space()
         self.observation_space = observation_space()
         self.workspace: Path | None = None
+        self.grader: Grader | None = None
         self._done = True
         self._last_output = ""
 
@@ -96,7 +97,11 @@ class KernelArenaEnv(gym.Env):
         env = {"TRITON_INTERPRET": "1"} if self.hardware.interpreter else {}
         self.sandbox = make_sandbox(self.sandbox_kind, self.workspace, gpu=not self.hardware.interpreter, env=env,
                                     limits=self.command_limits)
+        if getattr(self, "grader", None) is not None:
+            self.grader.stop_worker()
         self.grader = Grader(self.task, self.hardware, self.episode_dir / "grading", self.grader_config)
+        if self.grader_config.warm_worker:
+            self.grader.start_worker()
         self.steps, self.start_time, self._done, self.grade = 0, time.monotonic(), False, None
         prompt = build_prompt(self.task, self.hardware, self.workspace, self.max_steps, self.max_wall_s)
         self._last_output = ""
@@ -131,6 +136,11 @@ class KernelArenaEnv(gym.Env):
         self._last_output = to_observation_text(output)
         return ({"output": self._last_output, "prompt": ""}, reward, terminated, truncated,
                 self._info(kind=kind, error=error, grade=self.grade))
+
+    def close(self):
+        if getattr(self, "grader", None) is not None:
+            self.grader.stop_worker()
+        super().close()
 
     def render(self):
         if self.render_mode == "ansi":

@@ -202,9 +202,9 @@ class BubblewrapSandbox:
                 args += ["--dev-bind", node, node]
             if os.path.isdir("/sys"):
                 args += ["--ro-bind", "/sys", "/sys"]  # GPU runtimes read the PCI topology
-        for p in self.readonly:
-            args += ["--ro-bind", str(p), str(p)]
         args += ["--bind", str(self.workspace), str(self.workspace)]
+        for p in self.readonly:  # after the workspace: a read-only path inside it stays read-only
+            args += ["--ro-bind", str(p), str(p)]
         return args
 
     def argv(self, cmd: list[str], cwd: Path | None = None) -> list[str]:
@@ -220,6 +220,17 @@ class BubblewrapSandbox:
         # bwrap itself starts with the clean environment, so nothing of the host's leaks in.
         return run_limited(self.argv(argv, cwd), env=full_env, cwd=self.workspace, limits=limits or self.limits,
                            gpu=self.gpu)
+
+
+    def popen(self, argv: list[str], *, limits: Limits | None = None,
+              env: dict[str, str] | None = None) -> subprocess.Popen:
+        """Start a long-lived process in the sandbox with stdin/stdout pipes (text, line-buffered), in its own
+        process group; stderr goes to stdout. The caller kills the group (`kill_group`)."""
+        full_env = clean_env(self.workspace, {**self.env, **(env or {})})
+        return subprocess.Popen(self.argv(argv), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                stderr=subprocess.STDOUT, env=full_env, cwd=str(self.workspace), text=True,
+                                bufsize=1, start_new_session=True,
+                                preexec_fn=_set_limits(limits or self.limits, self.gpu))
 
 
 @dataclass
@@ -244,6 +255,24 @@ class UnsandboxedRunner:
         full_env = clean_env(self.workspace, {**self.env, **(env or {})})
         full_env["TRITON_CACHE_DIR"] = str(self.workspace / ".triton-cache")
         return run_limited(argv, env=full_env, cwd=cwd or self.workspace, limits=limits or self.limits, gpu=self.gpu)
+
+    def popen(self, argv: list[str], *, limits: Limits | None = None,
+              env: dict[str, str] | None = None) -> subprocess.Popen:
+        """As `BubblewrapSandbox.popen`, unisolated."""
+        full_env = clean_env(self.workspace, {**self.env, **(env or {})})
+        full_env["TRITON_CACHE_DIR"] = str(self.workspace / ".triton-cache")
+        return subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                env=full_env, cwd=str(self.workspace), text=True, bufsize=1, start_new_session=True,
+                                preexec_fn=_set_limits(limits or self.limits, self.gpu))
+
+
+def kill_group(proc: subprocess.Popen) -> None:
+    """Kill `proc`'s whole process group and reap it."""
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+    proc.wait()
 
 
 def make_sandbox(kind: str, workspace: Path, **kwargs) -> BubblewrapSandbox | UnsandboxedRunner:

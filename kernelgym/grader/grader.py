@@ -22,13 +22,14 @@ from typing import Any
 
 from kernelgym.grader.compare import compare_outputs
 from kernelgym.grader.score import arena_score
+from kernelgym.grader.worker import GraderWorker
 from kernelgym.roofline import achieved, evaluate
 from kernelgym.hardware import HardwareProfile
 from kernelgym.sandbox import Limits, make_sandbox
 from kernelgym.task import Task
 
 HARNESS = Path(__file__).resolve().parent / "harness.py"
-IMPORTED_MARKER = "[harness] candidate imported"
+IMPORTED_MARKER = "[harness] candidate imported"  # printed by harness.py once the candidate module imported
 NOT_MEASURED_ON_INTERPRETER = "not measured on the CPU interpreter (Triton interpreter timings mean nothing)"
 
 
@@ -48,6 +49,8 @@ class GraderConfig:
     """Limit for one harness process (check or time)."""
     sandbox: str = "bwrap"
     """Sandbox backend for the candidate: 'bwrap' or 'none' (explicit opt-out)."""
+    warm_worker: bool = True
+    """Start a warm grading worker at reset (imports done while the agent works; see worker.py)."""
 
 
 @dataclass
@@ -134,8 +137,25 @@ class Grader:
     def __init__(self, task: Task, hardware: HardwareProfile, work_dir: Path, config: GraderConfig | None = None):
         self.task, self.hardware, self.config = task, hardware, config or GraderConfig()
         self.work_dir = Path(work_dir)
+        self.work_dir.mkdir(parents=True, exist_ok=True)
         self.configs = task.configs_for(hardware.interpreter)
         self.device = "cpu" if hardware.interpreter else "cuda"
+        self.baseline_dir = self.work_dir / "baseline"  # pristine copy, read-only inside the sandbox
+        if not self.baseline_dir.exists():
+            self.baseline_dir.mkdir()
+            copy_candidate(task, task.root, self.baseline_dir)
+        self.worker: GraderWorker | None = None
+
+    def start_worker(self) -> None:
+        """Start a warm worker (see worker.py) for the next grading; it warms up while the agent works."""
+        self.stop_worker()
+        self.worker = GraderWorker(self.work_dir, [self.baseline_dir], self.config.sandbox,
+                                   gpu=not self.hardware.interpreter, env=self._harness_env())
+
+    def stop_worker(self) -> None:
+        if self.worker is not None:
+            self.worker.stop()
+            self.worker = None
 
     # -- the gates -------------------------------------------------------------------------------
     def grade(self, workspace: Path, seed: int) -> Grade:
@@ -143,14 +163,14 @@ class Grader:
         start = time.monotonic()
         gdir = self._fresh_dir("grade")
         problems = copy_candidate(self.task, Path(workspace), gdir)
-        check = None if problems else self._run_harness(gdir, "check", seed)
+        check, timed = (None, None) if problems else self._run_harness(gdir, seed)
         compile_stage = self.compile(problems, check)
         correct_stage, per_config = Stage("correctness", None), [{"config": c} for c in self.configs]
         perf_stage, speedups = Stage("performance", None), None
         if compile_stage.passed:
             correct_stage, per_config = self.check_correctness(gdir, check, seed)
         if correct_stage.passed:
-            perf_stage, speedups, timed_ok = self.measure_performance(gdir, per_config, seed)
+            perf_stage, speedups, timed_ok = self.measure_performance(gdir, per_config, timed)
             if not timed_ok:
                 correct_stage.passed = False
                 correct_stage.messages.append("the output of the timed runs was wrong (see performance)")
@@ -206,7 +226,7 @@ class Grader:
             messages.insert(0, f"all {len(rows)} configs within tolerance")
         return Stage("correctness", passed, messages), rows
 
-    def measure_performance(self, gdir: Path, rows: list[dict], seed: int) -> tuple[Stage, list[float] | None, bool]:
+    def measure_performance(self, gdir: Path, rows: list[dict], res: dict | None) -> tuple[Stage, list[float] | None, bool]:
         """Performance: baseline and candidate timed in one process, interleaved in rounds (harness.py);
         speedup = baseline median / candidate median per config.
 
@@ -219,10 +239,7 @@ class Grader:
 
         from kernelgym.grader.reference import load_reference
 
-        bdir = self._fresh_dir("baseline")
-        copy_candidate(self.task, self.task.root, bdir)
-        res = self._run_harness(gdir, "time", seed, baseline_dir=bdir)
-        if res["stage"] != "time":
+        if res is None or res["stage"] != "time":
             return Stage("performance", False, [res.get("error") or "timing failed"]), None, True
         try:
             outputs = torch.load(gdir / "timed_outputs.pt", weights_only=True)
@@ -270,30 +287,49 @@ class Grader:
         d.mkdir(parents=True)
         return d
 
-    def _run_harness(self, gdir: Path, mode: str, seed: int, baseline_dir: Path | None = None) -> dict:
-        """Run harness.py on `gdir` in the sandbox; always returns a result dict (failures included)."""
-        request = {"mode": mode, "directory": str(gdir), "entry_point": self.task.spec.entry_point,
+    def _harness_env(self) -> dict[str, str]:
+        return {"TRITON_INTERPRET": "1"} if self.hardware.interpreter else {}
+
+    def _run_harness(self, gdir: Path, seed: int) -> tuple[dict, dict | None]:
+        """Run harness.py in mode ``grade`` on `gdir`: through the warm worker when one is up, else in a fresh
+        sandboxed process. Returns (check result, timing result or None); failures are results, not raises."""
+        check_path, time_path = gdir / "check_result.json", gdir / "time_result.json"
+        request = {"mode": "grade", "directory": str(gdir), "entry_point": self.task.spec.entry_point,
                    "input_builder": self.task.spec.input_builder, "configs": self.configs, "seed": seed,
-                   "device": self.device, "result": str(gdir / f"{mode}_result.json"),
-                   "outputs": str(gdir / ("timed_outputs.pt" if mode == "time" else "outputs.pt")),
-                   "baseline_directory": str(baseline_dir) if baseline_dir else None,
+                   "device": self.device, "result": str(check_path), "time_result": str(time_path),
+                   "outputs": str(gdir / "outputs.pt"), "timed_outputs": str(gdir / "timed_outputs.pt"),
+                   "baseline_directory": None if self.hardware.interpreter else str(self.baseline_dir),
                    "warmup": self.config.warmup, "reps": self.config.reps, "rounds": self.config.rounds,
                    "input_sets": self.config.input_sets, "flush_bytes": self.hardware.flush_bytes}
         (gdir / "request.json").write_text(json.dumps(request))
-        env = {"TRITON_INTERPRET": "1"} if self.hardware.interpreter else {}
-        readonly = [HARNESS] + ([baseline_dir] if baseline_dir else [])
-        sandbox = make_sandbox(self.config.sandbox, gdir, readonly=readonly, gpu=not self.hardware.interpreter,
-                               env=env)
-        run = sandbox.run([sys.executable, str(HARNESS), str(gdir / "request.json")],
-                          limits=Limits(timeout_s=self.config.timeout_s, max_output_bytes=8000))
-        result_path = Path(request["result"])
-        if run.timed_out:
-            return {"stage": mode, "ok": False, "configs": [],
-                    "error": f"the candidate ran past the {self.config.timeout_s:.0f} s limit and was killed"}
+        timed_out, output = False, None
+        if self.worker is not None and self.worker.alive():
+            code, timed_out = self.worker.request(gdir / "request.json", self.config.timeout_s)
+            self.stop_worker()  # one grading per worker: nothing a candidate did to it outlives this grading
+            log = gdir / "harness.log"
+            output = log.read_text(errors="replace") if log.is_file() else ""
+            if code is None and not timed_out:
+                output = None  # the worker itself was gone: fall back to a fresh process
+        if output is None:
+            sandbox = make_sandbox(self.config.sandbox, gdir, readonly=[HARNESS, self.baseline_dir],
+                                   gpu=not self.hardware.interpreter, env=self._harness_env())
+            run = sandbox.run([sys.executable, str(HARNESS), str(gdir / "request.json")],
+                              limits=Limits(timeout_s=self.config.timeout_s, max_output_bytes=8000))
+            timed_out, output, code = run.timed_out, run.output, run.returncode
+        if timed_out:
+            return {"stage": "check", "ok": False, "configs": [],
+                    "error": f"the candidate ran past the {self.config.timeout_s:.0f} s limit and was killed"}, None
         try:
-            return json.loads(result_path.read_text())
+            check = json.loads(check_path.read_text())
         except (OSError, ValueError):
             # Died with no result: before the import finished it is a compile failure, after it a runtime one.
-            crashed = "compile" if mode == "check" and IMPORTED_MARKER not in run.output else mode
-            return {"stage": crashed, "ok": False, "configs": [],
-                    "error": f"the candidate process died (exit code {run.returncode}):\n{run.output[-3000:]}"}
+            stage = "compile" if IMPORTED_MARKER not in output else "check"
+            return {"stage": stage, "ok": False, "configs": [],
+                    "error": f"the candidate process died (exit code {code}):\n{output[-3000:]}"}, None
+        try:
+            timed = json.loads(time_path.read_text()) if time_path.is_file() else None
+        except ValueError:
+            timed = None
+        if timed is None and not self.hardware.interpreter and check["stage"] == "check":
+            timed = {"stage": "time-failed", "error": f"timing produced no result:\n{output[-3000:]}"}
+        return check, timed

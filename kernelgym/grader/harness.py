@@ -1,6 +1,7 @@
 """Runs a candidate kernel in its own process, inside the sandbox. Standalone: imports no kernelgym.
 
-    python harness.py request.json
+    python harness.py request.json      # serve one request, then exit
+    python harness.py --serve           # warm worker: one forked child per request path read from stdin
 
 The request (JSON) names the kernel's entry point and the input builder (``file.py:function``, relative
 to the grading directory), the configs, a seed, the device, and what to do:
@@ -38,6 +39,9 @@ _zero = torch.Tensor.zero_
 _copy = torch.Tensor.copy_
 
 
+IMPORTED_MARKER = "[harness] candidate imported"
+
+
 def load(ref, directory, name):
     """Import ``file.py:function`` from `directory` under module name `name`; return the function."""
     file, func = ref.split(":")
@@ -57,10 +61,10 @@ def tb(limit=20):
     return "".join(traceback.format_exc(limit=limit))[-6000:]
 
 
-def check(req, fn, builder):
-    """Run `fn` once per config; save outputs. Returns the result dict."""
+def check(req, fn, builder, limit=None):
+    """Run `fn` once per config (the first `limit` configs); save outputs. Returns the result dict."""
     outputs, configs = {}, []
-    for i, cfg in enumerate(req["configs"]):
+    for i, cfg in enumerate(req["configs"][:limit]):
         entry = {"config": cfg, "ok": True, "error": None}
         try:
             args = builder(cfg, req["seed"] + i, req["device"])
@@ -216,31 +220,72 @@ def run_timing(req, prepared, flush, reset_l2, cand_fn, builder):
         except Exception:  # noqa: BLE001
             entry["error"] = tb(8)
         results.append(entry)
-    torch.save(outputs, req["outputs"])
+    torch.save(outputs, req["timed_outputs"])
     return {"stage": "time", "ok": True, "error": None, "configs": results,
             "persisting_l2_reset": reset_l2 is not None}
 
 
+def _write(path, obj):
+    with open(path, "w") as f:
+        json.dump(obj, f)
+
+
 def main(path):
+    """Serve one request (see the module docstring). Modes: ``check`` (outputs on every config), ``compile``
+    (import and one config), ``time`` (timing only), ``grade`` (check, then timing when a baseline is given)."""
     with open(path) as f:
         req = json.load(f)
-    gdir = req["directory"]
+    gdir, mode = req["directory"], req["mode"]
     builder = load(req["input_builder"], gdir, "kernelgym_inputs")
     timing = None
-    if req["mode"] == "time":
+    if mode in ("time", "grade") and req.get("baseline_directory"):
         base_fn = load(req["entry_point"], req["baseline_directory"], "kernelgym_baseline")
         timing = prepare_baseline(req, builder, base_fn)
     try:
         sys.path.insert(0, gdir)  # the candidate may import its own helper files
         fn = load(req["entry_point"], gdir, "kernelgym_candidate")
-        print("[harness] candidate imported", flush=True)
+        print(IMPORTED_MARKER, flush=True)
     except Exception:  # noqa: BLE001 - import failure of the candidate = compile gate failure
-        result = {"stage": "compile", "ok": False, "error": tb(), "configs": []}
-    else:
-        result = run_timing(req, *timing, fn, builder) if timing else check(req, fn, builder)
-    with open(req["result"], "w") as f:
-        json.dump(result, f)
+        _write(req["result"], {"stage": "compile", "ok": False, "error": tb(), "configs": []})
+        return
+    if mode in ("check", "compile", "grade"):
+        res = check(req, fn, builder, limit=1 if mode == "compile" else None)
+        _write(req["result"], res)
+        if res["stage"] == "compile" or not all(c["ok"] for c in res["configs"]):
+            return  # no timing for a kernel that already failed
+    if timing is not None:
+        _write(req["time_result"], run_timing(req, *timing, fn, builder))
+
+
+def serve():
+    """Warm worker: torch and triton imported, CUDA not started. For each request path read from stdin, fork a
+    child that serves it (and starts CUDA itself), wait, and answer ``done <exit code>``. The child closes the
+    worker's pipes before any candidate code runs; it logs to ``harness.log`` beside the request."""
+    import triton  # noqa: F401 - imported once here, so each grading skips it
+    import triton.language  # noqa: F401
+    for line in sys.stdin:
+        path = line.strip()
+        if not path:
+            continue
+        pid = os.fork()
+        if pid == 0:
+            code = 1
+            try:
+                log = os.open(os.path.join(os.path.dirname(path), "harness.log"), os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
+                os.dup2(log, 1)
+                os.dup2(log, 2)
+                os.dup2(os.open(os.devnull, os.O_RDONLY), 0)
+                main(path)
+                code = 0
+            except BaseException:  # noqa: BLE001
+                traceback.print_exc()
+            finally:
+                sys.stdout.flush()
+                sys.stderr.flush()
+                os._exit(code)
+        _, status = os.waitpid(pid, 0)
+        print(f"done {os.waitstatus_to_exitcode(status)}", flush=True)
 
 
 if __name__ == "__main__":
-    main(sys.argv[1])
+    serve() if sys.argv[1] == "--serve" else main(sys.argv[1])
