@@ -32,11 +32,13 @@ class KernelArenaEnv(gym.Env):
     ## Action space
     | key | space | meaning |
     |---|---|---|
-    | kind | Discrete(5) | 0 shell, 1 write_file, 2 edit_file (exact, unique string replacement), 3 read_file, 4 submit |
+    | kind | Discrete(6) | 0 shell, 1 write_file, 2 edit_file (exact, unique string replacement), 3 read_file, 4 submit, 5 profile |
     | cmd | Text | shell command (kind shell) |
     | path | Text | file path in the workspace (file kinds) |
     | content | Text | new file contents (write_file) |
     | old, new | Text | text to replace and its replacement (edit_file) |
+    | config | Discrete(64) | index of the seen config to profile (profile): per-kernel device times, and hardware
+      counters where ncu (NVIDIA) or rocprof (AMD) is installed |
 
     step() also accepts a plain dict or a JSON string, e.g. ``{"kind": "shell", "cmd": "python check.py"}``.
     A malformed action gives an error observation; the episode goes on.
@@ -153,6 +155,11 @@ class KernelArenaEnv(gym.Env):
             return self.sandbox.run(act.cmd).describe()
         if act.kind == "submit":
             return "submitted"
+        if act.kind == "profile":
+            n = len(self.task.configs_for(self.hardware.interpreter))
+            if act.config >= n:
+                raise ActionError(f"config {act.config} does not exist; seen configs are 0..{n - 1} (configs.json)")
+            return self.sandbox.run(["python", "profile.py", "--config", str(act.config)]).describe()
         path = resolve_in_workspace(self.workspace, act.path)
         rel = path.relative_to(os.path.realpath(self.workspace))
         if act.kind == "read_file":

@@ -21,6 +21,7 @@ Actions (one per step, as JSON):
   {"kind": "read_file", "path": "kernel.py"}              read a file
   {"kind": "write_file", "path": "kernel.py", "content": "..."}   replace a file's contents
   {"kind": "edit_file", "path": "kernel.py", "old": "...", "new": "..."}   replace one exact occurrence
+  {"kind": "profile", "config": 0}                        profile the kernel on seen config 0 (device times, counters)
   {"kind": "submit"}                                      end the episode and be graded"""
 
 
@@ -46,7 +47,8 @@ def build_prompt(task: Task, hardware: HardwareProfile, workspace: Path, max_ste
         "- Never write score or report files yourself; they are ignored.\n"
         f"- You have {max_steps} steps and {max_wall_s:.0f} s; the episode is graded when you submit or either "
         f"runs out.\n- {timing}",
-        f"## Hardware: {hardware.name} ({hardware.arch})\n{hardware.reference_doc().strip()}",
+        f"## Hardware: {hardware.name} ({hardware.arch})\nTriton launch options accepted here: "
+        f"{', '.join(hardware.triton_launch_options)}.\n\n{hardware.reference_doc().strip()}",
         f"## Workspace\n{workspace}",
         f"## How to work\n{ACTIONS}\n\nIterate: edit, run `python check.py`, keep what is correct and faster, "
         "then submit your best version (you may try up to three optimization versions).",

@@ -1,7 +1,7 @@
 """Action and observation spaces, and parsing of actions given as dicts, JSON strings or space samples.
 
-Action: ``{"kind": Discrete(5), "cmd", "path", "content", "old", "new": Text}``; `kind` indexes
-`ACTION_KINDS`. step() also accepts ``{"kind": "shell", "cmd": "ls"}`` and its JSON string.
+Action: ``{"kind": Discrete(6), "cmd", "path", "content", "old", "new": Text, "config": Discrete(64)}``;
+`kind` indexes `ACTION_KINDS`; `config` is the seen config a ``profile`` action profiles. step() also accepts ``{"kind": "shell", "cmd": "ls"}`` and its JSON string.
 
 Observation: ``{"output": Text, "prompt": Text}``: the last action's output, and the task prompt
 (at reset; empty afterwards). Text charset: tab, newline, carriage return, printable ASCII and
@@ -16,7 +16,8 @@ from typing import Any
 import numpy as np
 from gymnasium import spaces
 
-ACTION_KINDS = ("shell", "write_file", "edit_file", "read_file", "submit")
+ACTION_KINDS = ("shell", "write_file", "edit_file", "read_file", "submit", "profile")
+MAX_CONFIGS = 64
 CHARSET = "".join(["\t\n\r", *map(chr, range(32, 127)), *map(chr, range(0xA0, 0x3000))])
 _CHARSET_SET = frozenset(CHARSET)
 MAX_OBS_CHARS = 100_000
@@ -31,7 +32,7 @@ def _text(max_length: int) -> spaces.Text:
 def action_space() -> spaces.Dict:
     return spaces.Dict({"kind": spaces.Discrete(len(ACTION_KINDS)), "cmd": _text(MAX_CMD_CHARS),
                         "path": _text(4096), "content": _text(MAX_FILE_CHARS), "old": _text(MAX_FILE_CHARS),
-                        "new": _text(MAX_FILE_CHARS)})
+                        "new": _text(MAX_FILE_CHARS), "config": spaces.Discrete(MAX_CONFIGS)})
 
 
 def observation_space() -> spaces.Dict:
@@ -63,6 +64,7 @@ class Action:
     content: str = ""
     old: str = ""
     new: str = ""
+    config: int = 0
 
 
 def parse_action(action: Any) -> Action:
@@ -94,8 +96,12 @@ def parse_action(action: Any) -> Action:
         if not isinstance(value, str):
             raise ActionError(f"field {name!r} must be a string, got {type(value).__name__}")
         fields[name] = value
+    config = action.get("config", 0)
+    if isinstance(config, bool) or not isinstance(config, (int, np.integer)) or config < 0:
+        raise ActionError(f"field 'config' must be a non-negative integer (a seen config's index), got {config!r}")
+    fields["config"] = int(config)
     required = {"shell": ["cmd"], "write_file": ["path"], "edit_file": ["path", "old"], "read_file": ["path"],
-                "submit": []}[kind]
+                "submit": [], "profile": []}[kind]
     for name in required:
         if not fields[name]:
             raise ActionError(f"action {kind!r} needs a non-empty {name!r} field")

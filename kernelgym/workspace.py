@@ -10,17 +10,18 @@ from kernelgym.hardware import HardwareProfile
 from kernelgym.spaces import ActionError
 from kernelgym.task import Task
 
-CHECK_TOOL = Path(__file__).resolve().parent / "workspace_tools" / "check.py"
+TOOLS = Path(__file__).resolve().parent / "workspace_tools"
 
 
 def create_workspace(task: Task, directory: Path, hardware: HardwareProfile) -> Path:
     """Make `directory` a fresh workspace: the task's public files, `check.py` (a self-check the agent
-    may run) and `configs.json` (the seen configs and tolerances for this hardware). Returns its path."""
+    may run), `profile.py` (what the profile action runs) and `configs.json` (the seen configs and tolerances for this hardware). Returns its path."""
     directory.mkdir(parents=True, exist_ok=False)
     for rel in task.public_files():
         (directory / rel).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy2(task.root / rel, directory / rel)
-    shutil.copy2(CHECK_TOOL, directory / "check.py")
+    for tool in ("check.py", "profile.py"):
+        shutil.copy2(TOOLS / tool, directory / tool)
     spec = task.spec
     (directory / "configs.json").write_text(json.dumps({
         "entry_point": spec.entry_point, "reference": spec.reference, "input_builder": spec.input_builder,

@@ -41,3 +41,14 @@ def test_flush_smaller_than_cache_rejected(tmp_path):
     (tmp_path / "bad.yaml").write_text(yaml.safe_dump(raw))
     with pytest.raises(HardwareProfileError, match="flush_bytes"):
         load_profile(tmp_path / "bad.yaml")
+
+
+def test_amd_launch_options_reported_on_nvidia_only():
+    from kernelgym.launch_options import unsupported_launch_options
+    src = "kernel[grid](x, BLOCK=128, num_warps=4, waves_per_eu=2, kpack=2)"
+    profiles = all_profiles()
+    assert unsupported_launch_options(src, profiles["mi300x"]) == []
+    notes = unsupported_launch_options(src, profiles["h200"])
+    assert len(notes) == 2 and "`kpack` is not supported on NVIDIA H200" in notes[0] and "waves_per_eu" in notes[1]
+    assert unsupported_launch_options(src, profiles["cpu-interpreter"]) == []
+    assert "maxnreg" in unsupported_launch_options("k[g](x, maxnreg=128)", profiles["mi355x"])[0]

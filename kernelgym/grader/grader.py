@@ -25,6 +25,7 @@ from kernelgym.grader.score import arena_score
 from kernelgym.grader.worker import GraderWorker
 from kernelgym.roofline import achieved, evaluate
 from kernelgym.hardware import HardwareProfile
+from kernelgym.launch_options import unsupported_launch_options
 from kernelgym.sandbox import Limits, make_sandbox
 from kernelgym.task import Task
 
@@ -163,6 +164,8 @@ class Grader:
         start = time.monotonic()
         gdir = self._fresh_dir("grade")
         problems = copy_candidate(self.task, Path(workspace), gdir)
+        self.launch_notes = [n for rel in self.task.spec.editable_files if (gdir / rel).is_file()
+                             for n in unsupported_launch_options((gdir / rel).read_text(errors="replace"), self.hardware)]
         check, timed = (None, None) if problems else self._run_harness(gdir, seed)
         compile_stage = self.compile(problems, check)
         correct_stage, per_config = Stage("correctness", None), [{"config": c} for c in self.configs]
@@ -187,7 +190,7 @@ class Grader:
             return Stage("compile", False, problems)
         if check["stage"] == "compile":
             return Stage("compile", False, [check.get("error") or "the candidate did not import"])
-        return Stage("compile", True, ["module imported and kernels compiled"])
+        return Stage("compile", True, ["module imported and kernels compiled", *self.launch_notes])
 
     def check_correctness(self, gdir: Path, check: dict, seed: int) -> tuple[Stage, list[dict]]:
         """Correctness gate: every seen config's output within the task's tolerance of the reference."""
