@@ -150,8 +150,14 @@ class Grader:
     def start_worker(self) -> None:
         """Start a warm worker (see worker.py) for the next grading; it warms up while the agent works."""
         self.stop_worker()
+        warm = self._fresh_dir("warmup")
+        copy_candidate(self.task, self.task.root, warm)
+        request = self._request(warm, seed=0)
+        request["mode"] = "check"
+        (warm / "request.json").write_text(json.dumps(request))
         self.worker = GraderWorker(self.work_dir, [self.baseline_dir], self.config.sandbox,
-                                   gpu=not self.hardware.interpreter, env=self._harness_env())
+                                   gpu=not self.hardware.interpreter, env=self._harness_env(),
+                                   warmup_request=warm / "request.json")
 
     def stop_worker(self) -> None:
         if self.worker is not None:
@@ -293,17 +299,22 @@ class Grader:
     def _harness_env(self) -> dict[str, str]:
         return {"TRITON_INTERPRET": "1"} if self.hardware.interpreter else {}
 
+    def _request(self, gdir: Path, seed: int) -> dict:
+        """The harness request for grading `gdir` (mode ``grade``: check, then timing on a GPU)."""
+        return {"mode": "grade", "directory": str(gdir), "entry_point": self.task.spec.entry_point,
+                "input_builder": self.task.spec.input_builder, "configs": self.configs, "seed": seed,
+                "device": self.device, "result": str(gdir / "check_result.json"),
+                "time_result": str(gdir / "time_result.json"), "outputs": str(gdir / "outputs.pt"),
+                "timed_outputs": str(gdir / "timed_outputs.pt"),
+                "baseline_directory": None if self.hardware.interpreter else str(self.baseline_dir),
+                "warmup": self.config.warmup, "reps": self.config.reps, "rounds": self.config.rounds,
+                "input_sets": self.config.input_sets, "flush_bytes": self.hardware.flush_bytes}
+
     def _run_harness(self, gdir: Path, seed: int) -> tuple[dict, dict | None]:
         """Run harness.py in mode ``grade`` on `gdir`: through the warm worker when one is up, else in a fresh
         sandboxed process. Returns (check result, timing result or None); failures are results, not raises."""
-        check_path, time_path = gdir / "check_result.json", gdir / "time_result.json"
-        request = {"mode": "grade", "directory": str(gdir), "entry_point": self.task.spec.entry_point,
-                   "input_builder": self.task.spec.input_builder, "configs": self.configs, "seed": seed,
-                   "device": self.device, "result": str(check_path), "time_result": str(time_path),
-                   "outputs": str(gdir / "outputs.pt"), "timed_outputs": str(gdir / "timed_outputs.pt"),
-                   "baseline_directory": None if self.hardware.interpreter else str(self.baseline_dir),
-                   "warmup": self.config.warmup, "reps": self.config.reps, "rounds": self.config.rounds,
-                   "input_sets": self.config.input_sets, "flush_bytes": self.hardware.flush_bytes}
+        request = self._request(gdir, seed)
+        check_path, time_path = Path(request["result"]), Path(request["time_result"])
         (gdir / "request.json").write_text(json.dumps(request))
         timed_out, output = False, None
         if self.worker is not None and self.worker.alive():

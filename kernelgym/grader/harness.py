@@ -284,7 +284,7 @@ def serve():
                 sys.stderr.flush()
                 os._exit(code)
         _, status = os.waitpid(pid, 0)
-        print(f"done {os.waitstatus_to_exitcode(status)}", flush=True)
+        print(f"done {os.waitstatus_to_exitcode(status)} {path}", flush=True)
 
 
 if __name__ == "__main__":

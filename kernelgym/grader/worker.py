@@ -26,11 +26,17 @@ class GraderWorker:
         sandbox: backend name ('bwrap' or 'none'). gpu: pass the GPU in. env: extra variables.
     """
 
-    def __init__(self, root: Path, readonly: list[Path], sandbox: str, gpu: bool, env: dict[str, str]):
+    def __init__(self, root: Path, readonly: list[Path], sandbox: str, gpu: bool, env: dict[str, str],
+                 warmup_request: Path | None = None):
         box = make_sandbox(sandbox, root, readonly=[HARNESS, *readonly], gpu=gpu,
                            # NVML-based availability check: the worker must not start CUDA before it forks.
                            env={**env, "PYTORCH_NVML_BASED_CUDA_CHECK": "1"})
         self.proc = box.popen([sys.executable, str(HARNESS), "--serve"], limits=Limits(timeout_s=24 * 3600))
+        if warmup_request is not None:
+            # Served first, while the agent works: the baseline runs once, so its Triton kernels are compiled
+            # into the worker's private cache before the real grading asks for them.
+            self.proc.stdin.write(f"{warmup_request}\n")
+            self.proc.stdin.flush()
 
     def alive(self) -> bool:
         return self.proc.poll() is None
@@ -57,8 +63,9 @@ class GraderWorker:
             line = self.proc.stdout.readline()
             if not line:  # the worker died
                 return None, False
-            if line.startswith("done "):
-                return int(line.split()[1]), False
+            parts = line.split(maxsplit=2)
+            if len(parts) == 3 and parts[0] == "done" and parts[2].strip() == str(request_path):
+                return int(parts[1]), False
 
     def stop(self) -> None:
         kill_group(self.proc)
