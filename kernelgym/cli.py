@@ -3,6 +3,8 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
+import re
 import sys
 import time
 from pathlib import Path
@@ -12,7 +14,8 @@ from rich.table import Table
 
 from kernelgym.errors import KernelGymError
 
-console = Console(stderr=False)
+# A fixed width when not on a terminal, so tables in logs are not cut at 80 columns.
+console = Console(width=None if sys.stdout.isatty() else 130)
 
 
 def cmd_list(args: argparse.Namespace) -> int:
@@ -22,7 +25,8 @@ def cmd_list(args: argparse.Namespace) -> int:
 
     console.print("[bold]Tasks[/]")
     for name, task in discover_tasks().items():
-        console.print(f"  {name:<24} {task.env_id:<40} {task.spec.kind:<14} {len(task.spec.seen_configs)} seen configs, "
+        console.print(f"  {name:<24} {task.env_id:<40} {task.spec.kind:<14} {len(task.spec.seen_configs)} seen configs "
+                      f"({len(task.spec.interpreter_configs)} on the CPU interpreter), "
                       f"editable: {', '.join(task.spec.editable_files)}", soft_wrap=True)
     console.print(f"Policies: {', '.join(available_policies())}")
     console.print(f"Hardware profiles: {', '.join(all_profiles())}")
@@ -36,13 +40,21 @@ def cmd_run(args: argparse.Namespace) -> int:
     from kernelgym.rollout import rollout
     from kernelgym.wrappers import TrajectoryRecorder
 
-    overrides = json.loads(args.policy_config) if args.policy_config else {}
+    try:
+        overrides = json.loads(args.policy_config) if args.policy_config else {}
+    except ValueError as e:
+        raise KernelGymError(f"--policy-config is not valid JSON ({e}); expected an object such as "
+                             '\'{"actions": []}\'') from None
+    if not isinstance(overrides, dict):
+        raise KernelGymError("--policy-config must be a JSON object of config fields")
     policy = load_policy(args.policy, **overrides)
-    run_dir = Path(args.run_dir) / f"{time.strftime('%Y%m%d-%H%M%S')}-{args.task}-{args.policy}"
+    label = re.sub(r"[^A-Za-z0-9_.-]+", "_", f"{args.task}-{args.policy}")
+    run_dir = Path(args.run_dir) / f"{time.strftime('%Y%m%d-%H%M%S')}-{label}"
     sandbox = "none" if args.no_sandbox else "bwrap"
-    grader = GraderConfig(warmup=args.warmup, reps=args.reps, sandbox=sandbox)
+    grader = GraderConfig(warmup=args.warmup, reps=args.reps, rounds=args.rounds, sandbox=sandbox)
     env = KernelArenaEnv(args.task, run_dir=run_dir, hardware=args.hardware, sandbox=sandbox,
-                         max_steps=args.max_steps, max_wall_s=args.max_wall_s, grader=grader)
+                         max_steps=args.max_steps, max_wall_s=args.max_wall_s, grader=grader,
+                         command_timeout_s=args.command_timeout_s)
     env = TrajectoryRecorder(env, run_dir / "trajectories.jsonl")
     hw = env.unwrapped.hardware
     console.print(f"[bold]{env.unwrapped.task.env_id}[/] with policy [bold]{args.policy}[/] on {hw.name}"
@@ -62,6 +74,9 @@ def cmd_run(args: argparse.Namespace) -> int:
                       f"{results[-1]['wall_s']:.1f} s")
     env.close()
     print_results(results, hw.interpreter)
+    if hw.interpreter:
+        console.print("[yellow]CPU interpreter: correctness only. Nothing was timed, so no speedup was measured and "
+                      "policies that rank variants by speed (the tuner) keep the original values.[/]")
     (run_dir / "results.json").write_text(json.dumps(results, indent=1, default=str))
     console.print(f"trajectories: {run_dir / 'trajectories.jsonl'}")
     return 0
@@ -100,7 +115,10 @@ def main(argv: list[str] | None = None) -> int:
     run.add_argument("--hardware", default=None, help="hardware profile id (default: detect)")
     run.add_argument("--warmup", type=int, default=10, help="warm-up runs per config before timing")
     run.add_argument("--reps", type=int, default=100, help="timed runs per config")
-    run.add_argument("--run-dir", default="kernelgym-runs", help="parent folder of run directories")
+    run.add_argument("--run-dir", default=os.environ.get("KERNELGYM_RUN_DIR", "kernelgym-runs"),
+                     help="parent folder of run directories (default $KERNELGYM_RUN_DIR or ./kernelgym-runs)")
+    run.add_argument("--rounds", type=int, default=10, help="rounds in which baseline and candidate alternate")
+    run.add_argument("--command-timeout-s", type=float, default=300.0, help="limit per shell command")
     run.add_argument("--no-sandbox", action="store_true", help="run commands unisolated (only if bubblewrap "
                      "cannot run here; trusted policies only)")
     run.set_defaults(func=cmd_run)

@@ -1,7 +1,9 @@
 """`KernelArenaEnv`: a GPU-kernel optimization task as a Gymnasium environment."""
 from __future__ import annotations
 
+import dataclasses
 import os
+import stat
 import time
 import uuid
 from pathlib import Path
@@ -13,8 +15,8 @@ from kernelgym.grader import Grade, Grader, GraderConfig
 from kernelgym.hardware import HardwareProfile, detect_profile
 from kernelgym.prompt import build_prompt
 from kernelgym.sandbox import Limits, make_sandbox
-from kernelgym.spaces import (ActionError, Action, action_space, observation_space, parse_action,
-                              to_observation_text)
+from kernelgym.spaces import (MAX_FILE_CHARS, MAX_OBS_CHARS, Action, ActionError, action_space,
+                              observation_space, parse_action, to_observation_text)
 from kernelgym.task import Task, get_task
 from kernelgym.workspace import create_workspace, resolve_in_workspace
 
@@ -83,7 +85,8 @@ class KernelArenaEnv(gym.Env):
         make_sandbox(sandbox, self.run_dir)  # refuse to start now, with the fix, if bubblewrap cannot run
         self.max_steps, self.max_wall_s, self.render_mode = max_steps, max_wall_s, render_mode
         self.command_limits = Limits(timeout_s=command_timeout_s)
-        self.grader_config = grader or GraderConfig(sandbox=sandbox)
+        # The grader sandboxes the candidate the same way the env sandboxes commands.
+        self.grader_config = dataclasses.replace(grader or GraderConfig(), sandbox=sandbox)
         self.action_space = action_space()
         self.observation_space = observation_space()
         self.workspace: Path | None = None
@@ -163,9 +166,7 @@ class KernelArenaEnv(gym.Env):
         path = resolve_in_workspace(self.workspace, act.path)
         rel = path.relative_to(os.path.realpath(self.workspace))
         if act.kind == "read_file":
-            if not path.is_file():
-                raise ActionError(f"{rel}: no such file in the workspace")
-            return path.read_text(errors="replace")
+            return _read_capped(path, rel, MAX_OBS_CHARS)
         if act.kind == "write_file":
             if path.is_dir():
                 raise ActionError(f"{rel}: is a directory")
@@ -173,9 +174,7 @@ class KernelArenaEnv(gym.Env):
             _write_nofollow(path, act.content)
             return f"wrote {len(act.content)} characters to {rel}"
         # edit_file
-        if not path.is_file():
-            raise ActionError(f"{rel}: no such file in the workspace")
-        text = path.read_text(errors="replace")
+        text = _read_capped(path, rel, MAX_FILE_CHARS, refuse_longer=True)
         count = text.count(act.old)
         if count != 1:
             raise ActionError(f"{rel}: `old` must occur exactly once, found {count} occurrences; "
@@ -194,8 +193,34 @@ class KernelArenaEnv(gym.Env):
                 "workspace": str(self.workspace), "grade": grade.to_dict() if grade else {}}
 
 
+def _open_regular(path: Path, rel: Path, flags: int) -> int:
+    # O_NOFOLLOW: a symlink swapped in as the final component cannot redirect the action out of the workspace.
+    # O_NONBLOCK: a FIFO planted by a shell command cannot hang the env; then only regular files are accepted.
+    try:
+        fd = os.open(path, flags | os.O_NOFOLLOW | os.O_NONBLOCK, 0o644)
+    except FileNotFoundError:
+        raise ActionError(f"{rel}: no such file in the workspace") from None
+    except OSError as e:
+        raise ActionError(f"{rel}: cannot open ({e.strerror}); file actions work on regular files only") from None
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise ActionError(f"{rel}: not a regular file; file actions work on regular files only")
+    return fd
+
+
+def _read_capped(path: Path, rel: Path, max_chars: int, refuse_longer: bool = False) -> str:
+    """A file's text, at most `max_chars` characters read (a huge file costs no memory)."""
+    with os.fdopen(_open_regular(path, rel, os.O_RDONLY), "r", errors="replace") as f:
+        text = f.read(max_chars + 1)
+    if len(text) > max_chars:
+        if refuse_longer:
+            raise ActionError(f"{rel}: longer than {max_chars} characters; edit it with a shell command instead")
+        text = text[:max_chars] + f"\n[... file longer than {max_chars} characters; cut here ...]"
+    return text
+
+
 def _write_nofollow(path: Path, content: str) -> None:
-    # O_NOFOLLOW: a symlink swapped in as the final component cannot redirect the write out of the workspace.
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o644)
+    fd = _open_regular(path, path.name, os.O_WRONLY | os.O_CREAT)
     with os.fdopen(fd, "w", errors="replace") as f:
+        f.truncate(0)
         f.write(content)

@@ -51,6 +51,8 @@ class Limits:
     """Output kept (head and tail halves); the rest is cut with a note."""
     max_file_bytes: int = 2 << 30
     """Largest file a command may write (RLIMIT_FSIZE)."""
+    tmpfs_bytes: int = 2 << 30
+    """Size of the sandbox's private /tmp and of its /dev/shm (each)."""
 
 
 @dataclass
@@ -192,11 +194,14 @@ class BubblewrapSandbox:
                 args += ["--symlink", os.readlink(top), top]
             elif os.path.isdir(top):
                 args += ["--ro-bind", top, top]
-        # The Python running kernelgym (a venv or a pyenv build may live under a hidden home).
-        for p in {sys.prefix, sys.base_prefix, os.path.realpath(sys.base_prefix)}:
-            if not p.startswith(("/usr/", "/etc/", "/opt/")):
+        # Private, size-capped /tmp and /dev/shm (RAM-backed: RLIMIT_AS does not cover them).
+        args += ["--proc", "/proc", "--dev", "/dev", "--size", str(self.limits.tmpfs_bytes), "--tmpfs", "/tmp",
+                 "--size", str(self.limits.tmpfs_bytes), "--tmpfs", "/dev/shm"]
+        # The Python running kernelgym (a venv or a pyenv build may live under a hidden home, or under /tmp:
+        # bound after the private /tmp so it is not hidden by it).
+        for p in sorted({sys.prefix, sys.base_prefix, os.path.realpath(sys.prefix), os.path.realpath(sys.base_prefix)}):
+            if not p.startswith(("/usr/", "/etc/", "/opt/")) and p not in ("/usr", "/opt"):
                 args += ["--ro-bind", p, p]
-        args += ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp"]
         if self.gpu:
             for node in gpu_devices():
                 args += ["--dev-bind", node, node]

@@ -78,6 +78,8 @@ def parse_action(action: Any) -> Action:
     if isinstance(action, (str, bytes)):
         try:
             action = json.loads(action)
+        except RecursionError:
+            raise ActionError("action JSON is nested too deeply") from None
         except ValueError as e:
             raise ActionError(f"action is not valid JSON ({e}); expected e.g. "
                               '{"kind": "shell", "cmd": "python check.py"}') from None

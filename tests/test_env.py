@@ -106,3 +106,26 @@ def test_render_ansi(tmp_path, require_bwrap):
     env.reset(seed=0)
     env.step({"kind": "shell", "cmd": "echo rendered"})
     assert "rendered" in env.render()
+
+
+@pytest.mark.timeout(120)
+def test_fifo_and_huge_files_cannot_hang_or_exhaust_the_env(env):
+    env.reset(seed=0)
+    env.step({"kind": "shell", "cmd": "mkfifo pipe && truncate -s 2G huge.bin"})
+    obs, *_ = env.step({"kind": "write_file", "path": "pipe", "content": "x"})
+    assert obs["output"].startswith("error:") and "regular file" in obs["output"]
+    obs, *_ = env.step({"kind": "read_file", "path": "pipe"})
+    assert obs["output"].startswith("error:")
+    obs, *_ = env.step({"kind": "read_file", "path": "huge.bin"})
+    assert "cut here" in obs["output"] and len(obs["output"]) <= 100_000
+    obs, *_ = env.step({"kind": "edit_file", "path": "huge.bin", "old": "a", "new": "b"})
+    assert obs["output"].startswith("error:") and "longer than" in obs["output"]
+    obs, *_ = env.step("[" * 100000 + "]" * 100000)
+    assert obs["output"].startswith("error:")
+
+
+def test_grader_follows_env_sandbox_choice(tmp_path):
+    from kernelgym.grader import GraderConfig
+    with pytest.warns(UserWarning):
+        e = KernelArenaEnv(run_dir=tmp_path, hardware="cpu-interpreter", sandbox="none", grader=GraderConfig(reps=5))
+    assert e.grader_config.sandbox == "none" and e.grader_config.reps == 5

@@ -119,3 +119,60 @@ def test_compare_rejects_nan_shape_dtype_and_tiny_constant():
     tiny = ref * 1e-3  # true values small: zeros clear atol elementwise, but not the relative L2 check
     assert not compare_outputs(torch.zeros(4, 8, dtype=torch.float16), tiny, CFG, TOL)[0]
     assert "not a tensor" in compare_outputs([1, 2], ref, CFG, TOL)[1]
+
+
+# -- candidate-controlled files: the grader must neither hang, nor follow links, nor crash -----------------------
+
+def test_untrusted_readers_refuse_links_fifos_devices_and_bombs(tmp_path):
+    import os
+
+    from kernelgym.grader.untrusted import UntrustedFileError, load_json_untrusted, load_tensors_untrusted
+    (tmp_path / "secret").write_text('{"stage": "check"}')
+    os.symlink(tmp_path / "secret", tmp_path / "link.json")
+    os.mkfifo(tmp_path / "fifo.json")
+    os.symlink("/dev/zero", tmp_path / "zero.json")
+    (tmp_path / "nested.json").write_text("[" * 100000 + "]" * 100000)
+    (tmp_path / "list.json").write_text("[]")
+    (tmp_path / "big.json").write_text(" " * 5000)
+    for name, match in [("link.json", "cannot open"), ("fifo.json", "not a regular file"),
+                        ("zero.json", "cannot open"), ("nested.json", "not valid JSON"),
+                        ("list.json", "expected a JSON object"), ("missing.json", "cannot open")]:
+        with pytest.raises(UntrustedFileError, match=match):
+            load_json_untrusted(tmp_path / name)
+    with pytest.raises(UntrustedFileError, match="more than the 100 allowed"):
+        load_json_untrusted(tmp_path / "big.json", max_bytes=100)
+    torch.save(["not", "a", "dict"], tmp_path / "o.pt")
+    with pytest.raises(UntrustedFileError, match="expected a dict"):
+        load_tensors_untrusted(tmp_path / "o.pt")
+
+
+@pytest.mark.timeout(300)
+def test_candidate_sabotaging_its_own_result_files_scores_20(grade):
+    # At import: outputs.pt made a symlink to a host file and torch.save patched to write garbage.
+    src = BASELINE + '''
+import os as _os, torch as _torch
+_d = _os.path.dirname(_os.path.abspath(__file__))
+_torch.save = lambda obj, path, *a, **k: open(path, "w").write("[]")
+'''
+    g = grade(src)
+    assert g.compiled and not g.correct and g.score == 20.0
+    assert "unreadable" in "\n".join(g.stages[1].messages)
+
+
+@pytest.mark.timeout(300)
+def test_candidate_making_result_a_fifo_does_not_hang(grade):
+    src = BASELINE + '''
+import os as _os
+_d = _os.path.dirname(_os.path.abspath(__file__))
+_os.mkfifo(_os.path.join(_d, "check_result.json"))
+'''
+    g = grade(src, config=GraderConfig(timeout_s=15.0))
+    assert g.score <= 20.0 and not g.correct
+
+
+def test_exotic_output_tensor_fails_cleanly():
+    meta = torch.empty(4, 8, device="meta", dtype=torch.float16)
+    ok, msg, _ = compare_outputs(meta, torch.randn(4, 8), CFG, TOL)
+    assert not ok and "dense real tensor" in msg
+    sparse = torch.randn(4, 8).half().to_sparse()
+    assert not compare_outputs(sparse, torch.randn(4, 8), CFG, TOL)[0]

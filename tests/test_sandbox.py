@@ -90,3 +90,19 @@ def test_missing_bwrap_refuses_with_fix(tmp_path, monkeypatch):
 def test_opt_out_warns(tmp_path):
     with pytest.warns(UserWarning, match="sandboxing is OFF"):
         make_sandbox("none", tmp_path)
+
+
+def test_python_prefix_is_mounted_after_private_tmp(box):
+    # A venv under /tmp (e.g. a CI clone in /tmp) must not be hidden by the sandbox's private /tmp.
+    import sys
+    argv = box.argv(["true"])
+    tmp_at = argv.index("/tmp")
+    prefix_binds = [i for i, a in enumerate(argv) if a == sys.prefix]
+    assert prefix_binds and min(prefix_binds) > tmp_at
+
+
+def test_tmp_and_shm_are_size_capped(box):
+    small = BubblewrapSandbox(box.workspace, limits=Limits(tmpfs_bytes=100 << 20))
+    for d in ("/tmp", "/dev/shm"):
+        r = small.run(f"head -c 300000000 /dev/zero > {d}/x")
+        assert "No space left" in r.output and r.returncode != 0

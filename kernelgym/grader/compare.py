@@ -11,6 +11,14 @@ MAX_REL_L2 = 0.05
 
 
 def compare_outputs(out: Any, ref: torch.Tensor, config: dict, tol) -> tuple[bool, str, float | None]:
+    """See `_compare`; any error while comparing (an exotic tensor from the candidate) is a failed comparison."""
+    try:
+        return _compare(out, ref, config, tol)
+    except Exception as e:  # noqa: BLE001
+        return False, f"output could not be compared: {type(e).__name__}: {str(e)[:200]}", None
+
+
+def _compare(out: Any, ref: torch.Tensor, config: dict, tol) -> tuple[bool, str, float | None]:
     """Check a candidate output against the reference.
 
     Args:
@@ -24,6 +32,8 @@ def compare_outputs(out: Any, ref: torch.Tensor, config: dict, tol) -> tuple[boo
     """
     if not isinstance(out, torch.Tensor):
         return False, f"output is a {type(out).__name__}, not a tensor", None
+    if out.layout != torch.strided or out.device.type != "cpu" or out.is_quantized or out.is_complex():
+        return False, f"output must be a dense real tensor (got layout {out.layout}, device {out.device})", None
     if tuple(out.shape) != tuple(ref.shape):
         return False, f"output shape {tuple(out.shape)} != expected {tuple(ref.shape)}", None
     want = getattr(torch, str(config.get("dtype", "")), None)

@@ -11,9 +11,11 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import shutil
 import statistics
 import sys
+import threading
 import time
 import uuid
 from dataclasses import asdict, dataclass, field
@@ -21,7 +23,9 @@ from pathlib import Path
 from typing import Any
 
 from kernelgym.grader.compare import compare_outputs
+from kernelgym.grader.reference import load_reference
 from kernelgym.grader.score import arena_score
+from kernelgym.grader.untrusted import UntrustedFileError, load_json_untrusted, load_tensors_untrusted, read_untrusted
 from kernelgym.grader.worker import GraderWorker
 from kernelgym.roofline import achieved, evaluate
 from kernelgym.hardware import HardwareProfile
@@ -107,6 +111,11 @@ class Grade:
         return "\n".join(lines)
 
 
+def verify_seed(seed: int, index: int) -> int:
+    """Seed of the inputs on which the timed path's output is verified (never the correctness inputs)."""
+    return seed + 1000 + index
+
+
 def copy_candidate(task: Task, workspace: Path, dest: Path) -> list[str]:
     """Build a grading directory: the editable files from `workspace`, every other public file pristine
     from the task. Returns problems (empty when fine); a symlink or a missing editable file is one."""
@@ -172,6 +181,7 @@ class Grader:
         problems = copy_candidate(self.task, Path(workspace), gdir)
         self.launch_notes = [n for rel in self.task.spec.editable_files if (gdir / rel).is_file()
                              for n in unsupported_launch_options((gdir / rel).read_text(errors="replace"), self.hardware)]
+        self._start_references(seed)  # computed in the background while the candidate runs
         check, timed = (None, None) if problems else self._run_harness(gdir, seed)
         compile_stage = self.compile(problems, check)
         correct_stage, per_config = Stage("correctness", None), [{"config": c} for c in self.configs]
@@ -179,7 +189,7 @@ class Grader:
         if compile_stage.passed:
             correct_stage, per_config = self.check_correctness(gdir, check, seed)
         if correct_stage.passed:
-            perf_stage, speedups, timed_ok = self.measure_performance(gdir, per_config, timed)
+            perf_stage, speedups, timed_ok = self.measure_performance(gdir, per_config, timed, seed)
             if not timed_ok:
                 correct_stage.passed = False
                 correct_stage.messages.append("the output of the timed runs was wrong (see performance)")
@@ -194,48 +204,48 @@ class Grader:
         """Compile gate: the files are in place, the module imports, and every Triton kernel compiles."""
         if problems:
             return Stage("compile", False, problems)
-        if check["stage"] == "compile":
+        if check.get("stage") == "compile":
             return Stage("compile", False, [check.get("error") or "the candidate did not import"])
         return Stage("compile", True, ["module imported and kernels compiled", *self.launch_notes])
 
     def check_correctness(self, gdir: Path, check: dict, seed: int) -> tuple[Stage, list[dict]]:
         """Correctness gate: every seen config's output within the task's tolerance of the reference."""
-        import torch
-
-        from kernelgym.grader.reference import load_reference
-
         rows, messages = [], []
         outputs = {}
-        if check.get("error") or not (gdir / "outputs.pt").is_file():
-            messages.append(check.get("error") or "the candidate produced no outputs")
+        if check.get("error"):
+            messages.append(str(check["error"]))
         else:
             try:
-                outputs = torch.load(gdir / "outputs.pt", weights_only=True)
-            except Exception as e:  # noqa: BLE001 - a corrupt file is the candidate's failure
+                outputs = load_tensors_untrusted(gdir / "outputs.pt")
+            except UntrustedFileError as e:
                 messages.append(f"outputs unreadable: {e}")
         reference, builder = load_reference(self.task)
-        by_index = {i: c for i, c in enumerate(check.get("configs", []))}
+        ran_configs = check.get("configs")
+        by_index = dict(enumerate(ran_configs)) if isinstance(ran_configs, list) else {}
         for i, cfg in enumerate(self.configs):
             row = {"config": cfg, "correct": False, "max_abs_err": None, "error": None}
-            ran = by_index.get(i, {"ok": False, "error": "not run (the process ended early)"})
-            if not ran["ok"]:
-                row["error"] = ran["error"]
+            ran = by_index.get(i)
+            if not isinstance(ran, dict):
+                ran = {"ok": False, "error": "not run (the process ended early)"}
+            if ran.get("ok") is not True:
+                row["error"] = str(ran.get("error"))
             elif str(i) not in outputs:
                 row["error"] = "no output saved"
             else:
-                inputs = builder(cfg, seed + i, "cpu")
-                ok, msg, err = compare_outputs(outputs[str(i)], reference(*inputs), cfg,
+                ok, msg, err = compare_outputs(outputs[str(i)], self._reference(cfg, seed + i), cfg,
                                                self.task.spec.tolerance[cfg["dtype"]])
                 row.update(correct=ok, max_abs_err=err, error=None if ok else msg)
             if row["error"]:
-                messages.append(f"{cfg}: {row['error'].strip().splitlines()[-1] if row['error'].strip() else ''}")
+                lines = row["error"].strip().splitlines() or [""]
+                messages.append(f"{cfg}: {lines[-1]}")
             rows.append(row)
         passed = bool(rows) and all(r["correct"] for r in rows)
         if passed:
             messages.insert(0, f"all {len(rows)} configs within tolerance")
         return Stage("correctness", passed, messages), rows
 
-    def measure_performance(self, gdir: Path, rows: list[dict], res: dict | None) -> tuple[Stage, list[float] | None, bool]:
+    def measure_performance(self, gdir: Path, rows: list[dict], res: dict | None,
+                            seed: int) -> tuple[Stage, list[float] | None, bool]:
         """Performance: baseline and candidate timed in one process, interleaved in rounds (harness.py);
         speedup = baseline median / candidate median per config.
 
@@ -244,23 +254,26 @@ class Grader:
         """
         if self.hardware.interpreter:
             return Stage("performance", None, [NOT_MEASURED_ON_INTERPRETER]), None, True
-        import torch
-
-        from kernelgym.grader.reference import load_reference
-
         if res is None or res["stage"] != "time":
             return Stage("performance", False, [res.get("error") or "timing failed"]), None, True
         try:
-            outputs = torch.load(gdir / "timed_outputs.pt", weights_only=True)
-        except Exception as e:  # noqa: BLE001
+            outputs = load_tensors_untrusted(gdir / "timed_outputs.pt")
+        except UntrustedFileError as e:
             return Stage("performance", False, [f"timed outputs unreadable: {e}"]), None, False
-        reference, builder = load_reference(self.task)
         spec, speedups, messages, flagged = self.task.spec, [], [], False
-        for i, (row, t) in enumerate(zip(rows, res["configs"])):
+        timed = res.get("configs")
+        if not isinstance(timed, list) or len(timed) != len(rows) or not all(isinstance(t, dict) for t in timed):
+            return Stage("performance", False, ["timing result malformed"]), None, True
+        for i, (row, t) in enumerate(zip(rows, timed)):
             cfg = row["config"]
-            if not t["ok"] or t["candidate_ms"] <= 0:
+            try:
+                ok_times = t["ok"] is True and float(t["candidate_ms"]) > 0 and float(t["baseline_ms"]) > 0
+                t["round_speedups"] = [float(x) for x in t["round_speedups"]] or [1.0]
+            except (KeyError, TypeError, ValueError):
+                ok_times = False
+            if not ok_times:
                 return Stage("performance", False, [f"{cfg}: timing failed: {t.get('error')}"]), None, True
-            ok, msg, _ = compare_outputs(outputs.get(str(i)), reference(*builder(cfg, t["verify_seed"], "cpu")), cfg,
+            ok, msg, _ = compare_outputs(outputs.get(str(i)), self._reference(cfg, verify_seed(seed, i)), cfg,
                                          spec.tolerance[cfg["dtype"]])
             if not ok:
                 # Blocks kernels that are honest while checked and cheap while timed.
@@ -296,6 +309,28 @@ class Grader:
         d.mkdir(parents=True)
         return d
 
+    def _start_references(self, seed: int) -> None:
+        """Compute the reference outputs for this grading's seeds in a thread (torch releases the GIL)."""
+        reference, builder = load_reference(self.task)
+        seeds = [(cfg, seed + i) for i, cfg in enumerate(self.configs)]
+        if not self.hardware.interpreter:
+            seeds += [(cfg, verify_seed(seed, i)) for i, cfg in enumerate(self.configs)]
+        self._refs: dict[tuple[str, int], Any] = {}
+
+        def work():
+            for cfg, s in seeds:
+                self._refs[(json.dumps(cfg, sort_keys=True), s)] = reference(*builder(cfg, s, "cpu"))
+        self._ref_thread = threading.Thread(target=work, daemon=True)
+        self._ref_thread.start()
+
+    def _reference(self, cfg: dict, seed: int):
+        self._ref_thread.join()
+        key = (json.dumps(cfg, sort_keys=True), seed)
+        if key not in self._refs:
+            reference, builder = load_reference(self.task)
+            self._refs[key] = reference(*builder(cfg, seed, "cpu"))
+        return self._refs[key]
+
     def _harness_env(self) -> dict[str, str]:
         return {"TRITON_INTERPRET": "1"} if self.hardware.interpreter else {}
 
@@ -320,8 +355,10 @@ class Grader:
         if self.worker is not None and self.worker.alive():
             code, timed_out = self.worker.request(gdir / "request.json", self.config.timeout_s)
             self.stop_worker()  # one grading per worker: nothing a candidate did to it outlives this grading
-            log = gdir / "harness.log"
-            output = log.read_text(errors="replace") if log.is_file() else ""
+            try:
+                output = read_untrusted(gdir / "harness.log", 1 << 20).decode(errors="replace")
+            except UntrustedFileError:
+                output = ""
             if code is None and not timed_out:
                 output = None  # the worker itself was gone: fall back to a fresh process
         if output is None:
@@ -334,16 +371,16 @@ class Grader:
             return {"stage": "check", "ok": False, "configs": [],
                     "error": f"the candidate ran past the {self.config.timeout_s:.0f} s limit and was killed"}, None
         try:
-            check = json.loads(check_path.read_text())
-        except (OSError, ValueError):
+            check = load_json_untrusted(check_path)
+        except UntrustedFileError:
             # Died with no result: before the import finished it is a compile failure, after it a runtime one.
             stage = "compile" if IMPORTED_MARKER not in output else "check"
             return {"stage": stage, "ok": False, "configs": [],
                     "error": f"the candidate process died (exit code {code}):\n{output[-3000:]}"}, None
         try:
-            timed = json.loads(time_path.read_text()) if time_path.is_file() else None
-        except ValueError:
+            timed = load_json_untrusted(time_path) if os.path.lexists(time_path) else None
+        except UntrustedFileError:
             timed = None
-        if timed is None and not self.hardware.interpreter and check["stage"] == "check":
+        if timed is None and not self.hardware.interpreter and check.get("stage") == "check":
             timed = {"stage": "time-failed", "error": f"timing produced no result:\n{output[-3000:]}"}
         return check, timed
