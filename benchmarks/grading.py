@@ -68,12 +68,12 @@ def ncu_ms(kernel, cfg):
     vals = []
     for row in rows:
         try:
-            vals.append(float(row["gpu__time_duration.sum"]))
+            vals.append(float(row["gpu__time_duration.sum"].replace(",", "")))  # ncu prints thousands separators
         except (KeyError, ValueError):
             pass
     if not vals:
         raise RuntimeError(f"ncu gave nothing: {r.stderr[-500:]} {r.stdout[-500:]}")
-    unit = rows[0]["gpu__time_duration.sum"] if rows else ""
+    unit = "ns"  # the first CSV row holds units; gpu__time_duration is in ns
     return statistics.median(vals[2:] or vals), unit  # first launches may include module load
 
 

@@ -78,10 +78,13 @@ def main():
         if not rows:
             print(f"== ncu gave no counters (exit {r.returncode}): {(r.stderr or r.stdout)[-800:]}")
         print("== Nsight Compute counters, one call")
-        for row in rows[-8:]:
-            print(f"{row.get('Kernel Name', '?')[:50]}: " + ", ".join(
-                f"{m.split('.')[0] if 'pct' not in m else m.split('__')[1].split('.')[0] + ' %'}={row.get(m, '?')}"
-                for m in NCU_METRICS))
+        labels = {"gpu__time_duration.sum": "duration_ns", "dram__throughput.avg.pct_of_peak_sustained_elapsed":
+                  "dram_throughput_%_of_peak", "sm__throughput.avg.pct_of_peak_sustained_elapsed":
+                  "sm_throughput_%_of_peak", "sm__warps_active.avg.pct_of_peak_sustained_active": "achieved_occupancy_%",
+                  "launch__registers_per_thread": "registers_per_thread", "launch__grid_size": "grid_size",
+                  "launch__block_size": "block_size"}
+        for row in rows[1:][-6:]:  # rows[0] holds the units
+            print(f"{row.get('Kernel Name', '?')[:50]}: " + ", ".join(f"{labels[m]}={row.get(m, '?')}" for m in NCU_METRICS))
     elif rocprof:
         r = subprocess.run([rocprof, "--stats", sys.executable, __file__, "--config", str(args.config), "--once"],
                            capture_output=True, text=True, timeout=300)
