@@ -100,6 +100,35 @@ def print_results(results: list[dict], interpreter: bool) -> None:
             console.print(f"  {row['config']}: {'correct' if row.get('correct') else 'WRONG'}{t}")
 
 
+def cmd_unseen(args: argparse.Namespace) -> int:
+    from kernelgym.unseen.replay import replay_run
+
+    with console.status("replaying on unseen configs") as status:
+        def progress(k, n, name):
+            status.update(f"episode {k + 1}/{n} ({name}): original and optimized kernels on 8 unseen configs")
+        try:
+            s = replay_run(Path(args.run_dir), seed=args.seed, sandbox="none" if args.no_sandbox else "bwrap",
+                           progress=progress)
+        except FileNotFoundError as e:
+            raise KernelGymError(str(e)) from None
+    table = Table(title=f"Unseen configs: {s['episodes']} episodes")
+    for col in ("episode", "quadrant", "original passed", "optimized passed", "seen speedup", "unseen speedup"):
+        table.add_column(col)
+    fmt = lambda x: "n/a" if x is None else f"{x:.3f}x"  # noqa: E731
+    for r in s["results"]:
+        table.add_row(r["episode"], r["quadrant"], f"{r['original_passed']}/{r['n']}", f"{r['optimized_passed']}/{r['n']}",
+                      fmt(r["seen_speedup"]), fmt(r["unseen_speedup"]))
+    console.print(table)
+    console.print("quadrants: " + ", ".join(f"{q} {n}" for q, n in s["quadrants"].items()))
+    pct = lambda x: "n/a" if x is None else f"{x:.1%}"  # noqa: E731
+    console.print(f"conditional correctness P(optimized correct | original correct): "
+                  f"{pct(s['conditional_correctness'])} of tasks, {pct(s['conditional_correctness_configs'])} of configs")
+    if s["interpreter"]:
+        console.print("[yellow]CPU interpreter: correctness only; unseen speedups not measured.[/]")
+    console.print(f"summary: {Path(args.run_dir) / 'unseen_summary.json'}")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="kernelgym", description="GPU-kernel optimization tasks as Gymnasium envs")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -122,6 +151,11 @@ def main(argv: list[str] | None = None) -> int:
     run.add_argument("--no-sandbox", action="store_true", help="run commands unisolated (only if bubblewrap "
                      "cannot run here; trusted policies only)")
     run.set_defaults(func=cmd_run)
+    unseen = sub.add_parser("unseen", help="replay every final kernel of a finished run on unseen configs")
+    unseen.add_argument("run_dir", help="a run directory written by `kernelgym run`")
+    unseen.add_argument("--seed", type=int, default=0, help="which set of private unseen configs")
+    unseen.add_argument("--no-sandbox", action="store_true", help="run kernels unisolated (trusted kernels only)")
+    unseen.set_defaults(func=cmd_unseen)
     args = parser.parse_args(argv)
     try:
         return args.func(args)

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import dataclasses
+import json
 import os
 import stat
 import time
@@ -99,6 +100,10 @@ class KernelArenaEnv(gym.Env):
         self.episode_id = f"{time.strftime('%Y%m%d-%H%M%S')}-{uuid.uuid4().hex[:8]}"
         self.episode_dir = self.run_dir / "episodes" / self.episode_id
         self.workspace = create_workspace(self.task, self.episode_dir / "workspace", self.hardware)
+        # Outside the workspace: what `kernelgym unseen RUN_DIR` needs to replay this episode later.
+        (self.episode_dir / "episode.json").write_text(json.dumps(
+            {"task": self.task.name, "task_dir": str(self.task.root), "env_id": self.task.env_id,
+             "hardware": self.hardware.id, "episode_id": self.episode_id, "seed": seed}))
         env = {"TRITON_INTERPRET": "1"} if self.hardware.interpreter else {}
         self.sandbox = make_sandbox(self.sandbox_kind, self.workspace, gpu=not self.hardware.interpreter, env=env,
                                     limits=self.command_limits)
@@ -136,6 +141,7 @@ class KernelArenaEnv(gym.Env):
         if terminated or truncated:
             why = "submitted" if terminated else "budget spent (steps or wall-clock); grading the current kernel"
             self.grade = self._grade()
+            (self.episode_dir / "grade.json").write_text(json.dumps(self.grade.to_dict(), default=str))
             output = f"{output}\n[{why}]\n{self.grade.summary()}".lstrip()
             reward, self._done = float(self.grade.score), True
         self._last_output = to_observation_text(output)

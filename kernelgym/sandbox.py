@@ -174,6 +174,9 @@ class BubblewrapSandbox:
     gpu: bool = False
     env: dict[str, str] = field(default_factory=dict)
     limits: Limits = field(default_factory=Limits)
+    drop_caps: bool = False
+    """Drop every capability inside (the grader's harness does; shell commands keep the namespace's, which
+    profilers such as ncu may need)."""
 
     def __post_init__(self):
         self.workspace = Path(self.workspace).resolve()
@@ -214,7 +217,8 @@ class BubblewrapSandbox:
 
     def argv(self, cmd: list[str], cwd: Path | None = None) -> list[str]:
         """The full bwrap command line for `cmd` (exposed for tests and debugging)."""
-        return [self.bwrap, "--unshare-all", "--die-with-parent", "--new-session", "--hostname", "sandbox",
+        caps = ["--cap-drop", "ALL"] if self.drop_caps else []
+        return [self.bwrap, "--unshare-all", "--die-with-parent", "--new-session", "--hostname", "sandbox", *caps,
                 *self._mounts(), "--chdir", str(cwd or self.workspace), "--", *cmd]
 
     def run(self, cmd: str | list[str], *, cwd: Path | None = None, limits: Limits | None = None,
@@ -247,6 +251,7 @@ class UnsandboxedRunner:
     gpu: bool = False
     env: dict[str, str] = field(default_factory=dict)
     limits: Limits = field(default_factory=Limits)
+    drop_caps: bool = False
 
     def __post_init__(self):
         self.workspace = Path(self.workspace).resolve()

@@ -6,6 +6,7 @@ import pytest
 @pytest.fixture(autouse=True)
 def _isolated_cache(tmp_path, monkeypatch):
     monkeypatch.setenv("KERNELGYM_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv("KERNELGYM_PRIVATE_DIR", str(tmp_path / "private"))
 
 
 @pytest.fixture

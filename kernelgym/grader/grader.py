@@ -54,6 +54,8 @@ class GraderConfig:
     """Limit for one harness process (check or time)."""
     sandbox: str = "bwrap"
     """Sandbox backend for the candidate: 'bwrap' or 'none' (explicit opt-out)."""
+    measure: bool = True
+    """Run the performance stage (False: correctness only, e.g. the original kernel on unseen configs)."""
     warm_worker: bool = True
     """Start a warm grading worker at reset (imports done while the agent works; see worker.py)."""
 
@@ -142,13 +144,16 @@ class Grader:
         hardware: the hardware profile; `interpreter` profiles skip timing.
         work_dir: where grading directories are made (outside every workspace).
         config: `GraderConfig`.
+        configs: the configs to grade on (default: the task's seen configs for this hardware).
     """
 
-    def __init__(self, task: Task, hardware: HardwareProfile, work_dir: Path, config: GraderConfig | None = None):
+    def __init__(self, task: Task, hardware: HardwareProfile, work_dir: Path, config: GraderConfig | None = None,
+                 configs: list[dict] | None = None):
         self.task, self.hardware, self.config = task, hardware, config or GraderConfig()
         self.work_dir = Path(work_dir)
         self.work_dir.mkdir(parents=True, exist_ok=True)
-        self.configs = task.configs_for(hardware.interpreter)
+        self.configs = configs if configs is not None else task.configs_for(hardware.interpreter)
+        self.keep_worker = False  # True: the worker serves several gradings (of one kernel; see unseen.evaluate)
         self.device = "cpu" if hardware.interpreter else "cuda"
         self.baseline_dir = self.work_dir / "baseline"  # pristine copy, read-only inside the sandbox
         if not self.baseline_dir.exists():
@@ -254,6 +259,8 @@ class Grader:
         """
         if self.hardware.interpreter:
             return Stage("performance", None, [NOT_MEASURED_ON_INTERPRETER]), None, True
+        if not self.config.measure:
+            return Stage("performance", None, ["not measured (measure=False)"]), None, True
         if res is None or res["stage"] != "time":
             return Stage("performance", False, [res.get("error") or "timing failed"]), None, True
         try:
@@ -341,7 +348,8 @@ class Grader:
                 "device": self.device, "result": str(gdir / "check_result.json"),
                 "time_result": str(gdir / "time_result.json"), "outputs": str(gdir / "outputs.pt"),
                 "timed_outputs": str(gdir / "timed_outputs.pt"),
-                "baseline_directory": None if self.hardware.interpreter else str(self.baseline_dir),
+                "baseline_directory": None if self.hardware.interpreter or not self.config.measure
+                else str(self.baseline_dir),
                 "warmup": self.config.warmup, "reps": self.config.reps, "rounds": self.config.rounds,
                 "input_sets": self.config.input_sets, "flush_bytes": self.hardware.flush_bytes}
 
@@ -354,7 +362,8 @@ class Grader:
         timed_out, output = False, None
         if self.worker is not None and self.worker.alive():
             code, timed_out = self.worker.request(gdir / "request.json", self.config.timeout_s)
-            self.stop_worker()  # one grading per worker: nothing a candidate did to it outlives this grading
+            if not self.keep_worker:
+                self.stop_worker()  # one grading per worker: nothing a candidate did to it outlives this grading
             try:
                 output = read_untrusted(gdir / "harness.log", 1 << 20).decode(errors="replace")
             except UntrustedFileError:
@@ -363,7 +372,7 @@ class Grader:
                 output = None  # the worker itself was gone: fall back to a fresh process
         if output is None:
             sandbox = make_sandbox(self.config.sandbox, gdir, readonly=[HARNESS, self.baseline_dir],
-                                   gpu=not self.hardware.interpreter, env=self._harness_env())
+                                   gpu=not self.hardware.interpreter, env=self._harness_env(), drop_caps=True)
             run = sandbox.run([sys.executable, str(HARNESS), str(gdir / "request.json")],
                               limits=Limits(timeout_s=self.config.timeout_s, max_output_bytes=8000))
             timed_out, output, code = run.timed_out, run.output, run.returncode
@@ -381,6 +390,6 @@ class Grader:
             timed = load_json_untrusted(time_path) if os.path.lexists(time_path) else None
         except UntrustedFileError:
             timed = None
-        if timed is None and not self.hardware.interpreter and check.get("stage") == "check":
+        if timed is None and request["baseline_directory"] and check.get("stage") == "check":
             timed = {"stage": "time-failed", "error": f"timing produced no result:\n{output[-3000:]}"}
         return check, timed

@@ -280,8 +280,14 @@ def serve():
     """Warm worker: torch and triton imported, CUDA not started. For each request path read from stdin, fork a
     child that serves it (and starts CUDA itself), wait, and answer ``done <exit code>``. The child closes the
     worker's pipes before any candidate code runs; it logs to ``harness.log`` beside the request."""
+    import ctypes
+
     import triton  # noqa: F401 - imported once here, so each grading skips it
     import triton.language  # noqa: F401
+    # Not dumpable: a candidate in a child (same uid, capabilities dropped) cannot ptrace the worker or open its
+    # /proc/<pid>/mem to change how later requests are served.
+    PR_SET_DUMPABLE = 4
+    ctypes.CDLL(None).prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)
     for line in sys.stdin:
         path = line.strip()
         if not path:

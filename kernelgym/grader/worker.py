@@ -30,7 +30,7 @@ class GraderWorker:
                  warmup_request: Path | None = None):
         box = make_sandbox(sandbox, root, readonly=[HARNESS, *readonly], gpu=gpu,
                            # NVML-based availability check: the worker must not start CUDA before it forks.
-                           env={**env, "PYTORCH_NVML_BASED_CUDA_CHECK": "1"})
+                           env={**env, "PYTORCH_NVML_BASED_CUDA_CHECK": "1"}, drop_caps=True)
         self.proc = box.popen([sys.executable, str(HARNESS), "--serve"], limits=Limits(timeout_s=24 * 3600))
         if warmup_request is not None:
             # Served first, while the agent works: the baseline runs once, so its Triton kernels are compiled

@@ -1,0 +1,80 @@
+"""Replay a final kernel and the original on the same unseen configs, each config in a process of its own."""
+from __future__ import annotations
+
+import dataclasses
+import statistics
+from pathlib import Path
+from typing import Any
+
+from kernelgym.grader import Grader, GraderConfig
+from kernelgym.hardware import HardwareProfile
+from kernelgym.task import Task
+
+QUADRANTS = ("both_pass", "opt_regression", "both_fail", "opt_improvement")
+_CONFIG_EXTRAS = ("category", "model")
+
+
+def quadrant(original_correct: list[bool], optimized_correct: list[bool]) -> str:
+    """The task's quadrant from per-config correctness: a kernel passes when it is correct on every unseen config
+    (the arena's definition). both_pass, opt_regression (original passes, optimized fails), both_fail,
+    opt_improvement (original fails, optimized passes)."""
+    o, p = all(original_correct), all(optimized_correct)
+    return {(True, True): "both_pass", (True, False): "opt_regression", (False, False): "both_fail",
+            (False, True): "opt_improvement"}[(o, p)]
+
+
+def _grade_each(task: Task, hardware: HardwareProfile, source: Path, configs: list[dict], work_dir: Path,
+                config: GraderConfig, seed: int) -> list[dict[str, Any]]:
+    """Grade `source`'s editable files on each config separately (a crash fails that config only)."""
+    grader = Grader(task, hardware, work_dir, config, configs=[])
+    grader.keep_worker = True
+    if config.warm_worker:
+        grader.start_worker()
+    rows = []
+    try:
+        for i, cfg in enumerate(configs):
+            grader.configs = [{k: v for k, v in cfg.items() if k not in _CONFIG_EXTRAS}]
+            g = grader.grade(source, seed=seed + i)
+            failed = next((s for s in g.stages if s.passed is False), None)
+            rows.append({"compiled": g.compiled, "correct": g.correct, "speedup": g.speedup,
+                         "time_ms": (g.configs[0].get("candidate_ms") if g.configs else None),
+                         "error": "; ".join(failed.messages)[-500:] if failed else None})
+    finally:
+        grader.stop_worker()
+    return rows
+
+
+def evaluate_unseen(task: Task, hardware: HardwareProfile, workspace: Path, configs: list[dict[str, Any]],
+                    work_dir: Path, grader_config: GraderConfig | None = None, seed: int = 0,
+                    seen_speedup: float | None = None) -> dict[str, Any]:
+    """Grade the original (pristine task) and optimized (`workspace`) kernels on the same unseen configs.
+
+    Returns a dict: ``configs`` (per config: the config, its category, original/optimized correctness and
+    errors, the optimized kernel's speedup over the baseline on a GPU), ``quadrant``, ``regressions`` (configs
+    the original passes and the optimized fails), ``conditional_correctness`` (over configs: P(optimized
+    correct | original correct); None if the original passes none), ``unseen_speedup`` (mean over configs
+    where both are correct and time was measured; None on the interpreter), ``seen_speedup`` and
+    ``speedup_gap`` (seen - unseen).
+    """
+    base = dataclasses.replace(grader_config or GraderConfig())
+    original = _grade_each(task, hardware, task.root, configs, Path(work_dir) / "original",
+                           dataclasses.replace(base, measure=False), seed)
+    optimized = _grade_each(task, hardware, Path(workspace), configs, Path(work_dir) / "optimized", base, seed)
+    rows = []
+    for cfg, o, p in zip(configs, original, optimized):
+        rows.append({"config": {k: v for k, v in cfg.items() if k not in _CONFIG_EXTRAS},
+                     "category": cfg.get("category"), "original_correct": o["correct"],
+                     "optimized_correct": p["correct"], "original_error": o["error"], "optimized_error": p["error"],
+                     "speedup": p["speedup"] if o["correct"] and p["correct"] else None})
+    o_ok = [r["original_correct"] for r in rows]
+    p_ok = [r["optimized_correct"] for r in rows]
+    both = sum(o and p for o, p in zip(o_ok, p_ok))
+    speedups = [r["speedup"] for r in rows if r["speedup"] is not None]
+    unseen = statistics.fmean(speedups) if speedups else None
+    return {"configs": rows, "quadrant": quadrant(o_ok, p_ok),
+            "regressions": sum(o and not p for o, p in zip(o_ok, p_ok)),
+            "conditional_correctness": both / sum(o_ok) if any(o_ok) else None,
+            "original_passed": sum(o_ok), "optimized_passed": sum(p_ok), "n": len(rows),
+            "unseen_speedup": unseen, "seen_speedup": seen_speedup,
+            "speedup_gap": (seen_speedup - unseen) if (seen_speedup is not None and unseen is not None) else None,
+            "interpreter": hardware.interpreter}

@@ -1,0 +1,60 @@
+"""Offline: replay every finished episode of a run on unseen configs and summarize (`kernelgym unseen RUN_DIR`)."""
+from __future__ import annotations
+
+import json
+import statistics
+from pathlib import Path
+from typing import Any, Callable
+
+from kernelgym.grader import GraderConfig
+from kernelgym.hardware import detect_profile
+from kernelgym.task import get_task, load_task
+from kernelgym.unseen.evaluate import QUADRANTS, evaluate_unseen
+from kernelgym.unseen.store import unseen_configs
+
+
+def replay_run(run_dir: Path, seed: int = 0, sandbox: str = "bwrap",
+               progress: Callable[[int, int, str], None] | None = None) -> dict[str, Any]:
+    """Evaluate the final kernel of every graded episode under `run_dir` on unseen configs.
+
+    Returns the summary (also written to ``run_dir/unseen_summary.json``): quadrant counts, conditional
+    correctness = P(optimized passes all unseen configs | original passes all) over episodes, the same over
+    configs, and mean seen versus unseen speedup.
+
+    Raises:
+        FileNotFoundError: `run_dir` holds no graded episodes.
+    """
+    run_dir = Path(run_dir)
+    episodes = sorted(p.parent for p in run_dir.rglob("episodes/*/grade.json"))
+    if not episodes:
+        raise FileNotFoundError(f"{run_dir}: no graded episodes (episodes/<id>/grade.json) found")
+    results = []
+    for k, ep in enumerate(episodes):
+        meta = json.loads((ep / "episode.json").read_text())
+        seen = json.loads((ep / "grade.json").read_text())
+        task = load_task(meta["task_dir"]) if Path(meta["task_dir"]).is_dir() else get_task(meta["task"])
+        hardware = detect_profile(meta["hardware"])
+        if progress:
+            progress(k, len(episodes), ep.name)
+        configs, _ = unseen_configs(task, hardware, seed)
+        r = evaluate_unseen(task, hardware, ep / "workspace", configs, ep / f"unseen-replay-{seed}",
+                            GraderConfig(sandbox=sandbox), seed=seed, seen_speedup=seen.get("speedup"))
+        results.append({"episode": ep.name, "task": task.env_id, "seen_score": seen.get("score"), **r})
+    orig_pass = [r for r in results if r["quadrant"] in ("both_pass", "opt_regression")]
+    cfg_orig = sum(r["original_passed"] for r in results)
+    cfg_both = sum(sum(c["original_correct"] and c["optimized_correct"] for c in r["configs"]) for r in results)
+    seen_sp = [r["seen_speedup"] for r in results if r["seen_speedup"] is not None]
+    unseen_sp = [r["unseen_speedup"] for r in results if r["unseen_speedup"] is not None]
+    summary = {
+        "run_dir": str(run_dir), "seed": seed, "episodes": len(results),
+        "quadrants": {q: sum(r["quadrant"] == q for r in results) for q in QUADRANTS},
+        "conditional_correctness": (sum(r["quadrant"] == "both_pass" for r in orig_pass) / len(orig_pass)
+                                    if orig_pass else None),
+        "conditional_correctness_configs": cfg_both / cfg_orig if cfg_orig else None,
+        "seen_speedup_mean": statistics.fmean(seen_sp) if seen_sp else None,
+        "unseen_speedup_mean": statistics.fmean(unseen_sp) if unseen_sp else None,
+        "interpreter": any(r["interpreter"] for r in results),
+        "results": results,
+    }
+    (run_dir / "unseen_summary.json").write_text(json.dumps(summary, indent=1, default=str))
+    return summary

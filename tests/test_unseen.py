@@ -1,0 +1,129 @@
+"""Unseen-config evaluation: generator, private store, quadrants, the wrapper, offline replay.
+
+Kernels written to fail (tests/kernels/) must pass the seen configs and land in opt_regression; an honest
+optimization must land in both_pass."""
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from kernelgym.env import KernelArenaEnv
+from kernelgym.grader import Grader
+from kernelgym.hardware import detect_profile
+from kernelgym.sandbox import BubblewrapSandbox
+from kernelgym.task import get_task
+from kernelgym.unseen import CATEGORIES, evaluate_unseen, generate_unseen_configs, private_dir, quadrant, unseen_configs
+from kernelgym.wrappers import UnseenConfigEval
+
+TASK = get_task("triton-rmsnorm")
+HW = detect_profile("cpu-interpreter")
+KERNELS = Path(__file__).parent / "kernels"
+
+
+def test_generator_deterministic_covers_categories_never_seen():
+    a, log = generate_unseen_configs(TASK, seed=3, interpreter=True)
+    b, _ = generate_unseen_configs(TASK, seed=3, interpreter=True)
+    c, _ = generate_unseen_configs(TASK, seed=4, interpreter=True)
+    assert a == b and a != c and len(a) == 8
+    assert {x["category"] for x in a} == set(CATEGORIES)
+    seen = {(s["rows"], s["hidden"], s["dtype"]) for s in TASK.spec.seen_configs + TASK.spec.interpreter_configs}
+    assert not {(x["rows"], x["hidden"], x["dtype"]) for x in a} & seen
+    assert all(x["rows"] * x["hidden"] <= 1 << 17 for x in a)
+    assert any(x["rows"] == 1 and x["hidden"] == 65536 for x in a)  # extreme aspect ratio
+    assert any("over the CPU interpreter's budget" in line for line in log)  # production shape shrunk, logged
+
+
+def test_generator_rejects_configs_the_reference_cannot_run():
+    calls = []
+
+    def validate(cfg):
+        calls.append(cfg)
+        return "reference failed" if cfg["hidden"] == 65536 else None
+    configs, log = generate_unseen_configs(TASK, seed=0, interpreter=False, validate=validate)
+    assert all(x["hidden"] != 65536 for x in configs) and any("reference failed" in line for line in log)
+
+
+def test_private_store_is_outside_and_invisible_to_the_sandbox(tmp_path, require_bwrap):
+    configs, _ = unseen_configs(TASK, HW, seed=0)
+    path = next(private_dir().rglob("*.json"))
+    assert json.loads(path.read_text())["configs"] == configs and oct(path.stat().st_mode)[-3:] == "600"
+    env = KernelArenaEnv(run_dir=tmp_path / "run", hardware="cpu-interpreter")
+    obs, _ = env.reset(seed=0)
+    out, *_ = env.step({"kind": "shell", "cmd": f"cat {path}; ls {private_dir()}"})
+    assert '"configs"' not in out["output"] and "No such file" in out["output"]
+    assert str(private_dir()) not in obs["prompt"]
+    env.close()
+
+
+@pytest.mark.parametrize("orig,opt,expected", [
+    ([True, True], [True, True], "both_pass"), ([True, True], [True, False], "opt_regression"),
+    ([True, False], [True, False], "both_fail"), ([False, True], [True, True], "opt_improvement")])
+def test_quadrants(orig, opt, expected):
+    assert quadrant(orig, opt) == expected
+
+
+def _workspace(tmp_path, kernel):
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    for rel in TASK.public_files():
+        shutil.copy(TASK.root / rel, ws / rel)
+    shutil.copy(kernel, ws / "kernel.py")
+    return ws
+
+
+@pytest.mark.timeout(600)
+@pytest.mark.parametrize("kernel,expected", [("hardcoded_rows.py", "opt_regression"),
+                                             ("unmasked.py", "opt_regression"),
+                                             ("fp16_accumulate.py", "opt_regression"),
+                                             ("honest_fast.py", "both_pass")])
+def test_written_to_fail_kernels_regress_honest_one_passes(tmp_path, kernel, expected, require_bwrap):
+    ws = _workspace(tmp_path, KERNELS / kernel)
+    seen = Grader(TASK, HW, tmp_path / "seen").grade(ws, seed=1)
+    assert seen.score == 120.0, seen.summary()  # every one of them passes the configs it saw
+    configs, _ = unseen_configs(TASK, HW, seed=0)
+    r = evaluate_unseen(TASK, HW, ws, configs, tmp_path / "unseen", seed=0)
+    assert r["quadrant"] == expected, json.dumps(r["configs"], indent=1)
+    assert r["original_passed"] == 8
+    if expected == "opt_regression":
+        assert r["regressions"] >= 1 and r["conditional_correctness"] < 1
+    else:
+        assert r["conditional_correctness"] == 1.0
+
+
+@pytest.mark.timeout(600)
+def test_wrapper_adds_info_and_gates_reward(tmp_path, require_bwrap):
+    env = UnseenConfigEval(KernelArenaEnv(run_dir=tmp_path, hardware="cpu-interpreter"), gate_reward=True)
+    env.reset(seed=0)
+    env.step({"kind": "write_file", "path": "kernel.py", "content": (KERNELS / "hardcoded_rows.py").read_text()})
+    _, reward, terminated, _, info = env.step({"kind": "submit"})
+    assert terminated and info["grade"]["score"] == 120.0
+    u = info["unseen"]
+    assert u["quadrant"] == "opt_regression" and u["reward_gated"] and reward == 20.0
+    assert len(u["configs"]) == 8 and u["unseen_speedup"] is None and u["interpreter"]
+    env.close()
+
+
+@pytest.mark.timeout(600)
+def test_cli_unseen_replays_a_finished_run(tmp_path, require_bwrap):
+    run = subprocess.run([sys.executable, "-m", "kernelgym.cli", "run", "--policy", "scripted", "--policy-config",
+                          '{"actions": []}', "--episodes", "2", "--run-dir", str(tmp_path)], capture_output=True, text=True)
+    assert run.returncode == 0, run.stdout + run.stderr
+    (run_dir,) = tmp_path.iterdir()
+    # Episode 2's final kernel is replaced by one written to fail, as if an agent had left it there.
+    ep2 = sorted((run_dir / "episodes").iterdir())[1]
+    shutil.copy(KERNELS / "unmasked.py", ep2 / "workspace" / "kernel.py")
+    out = subprocess.run([sys.executable, "-m", "kernelgym.cli", "unseen", str(run_dir)], capture_output=True, text=True)
+    assert out.returncode == 0, out.stdout + out.stderr
+    s = json.loads((run_dir / "unseen_summary.json").read_text())
+    assert s["quadrants"] == {"both_pass": 1, "opt_regression": 1, "both_fail": 0, "opt_improvement": 0}
+    assert s["conditional_correctness"] == 0.5 and "conditional correctness" in out.stdout
+    assert "unseen speedups not measured" in out.stdout
+
+
+def test_cli_unseen_on_empty_dir_is_clear_error(tmp_path, capsys):
+    from kernelgym.cli import main
+    assert main(["unseen", str(tmp_path)]) == 2
+    assert "no graded episodes" in capsys.readouterr().out
