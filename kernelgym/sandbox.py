@@ -136,6 +136,13 @@ def run_limited(argv: list[str], *, env: dict[str, str], cwd: str | Path, limits
                          elapsed_s=time.monotonic() - start)
 
 
+def _popen(argv: list[str], env: dict[str, str], cwd: Path, limits: Limits, gpu: bool) -> subprocess.Popen:
+    """A long-lived process with text pipes, in its own process group, under `limits`."""
+    return subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env,
+                            cwd=str(cwd), text=True, bufsize=1, start_new_session=True,
+                            preexec_fn=_set_limits(limits, gpu))
+
+
 def clean_env(home: Path, extra: dict[str, str] | None = None) -> dict[str, str]:
     """A fresh environment: PATH with this Python's bin first, no host variables but `PASSTHROUGH_ENV`."""
     env = {
@@ -236,10 +243,7 @@ class BubblewrapSandbox:
         """Start a long-lived process in the sandbox with stdin/stdout pipes (text, line-buffered), in its own
         process group; stderr goes to stdout. The caller kills the group (`kill_group`)."""
         full_env = clean_env(self.workspace, {**self.env, **(env or {})})
-        return subprocess.Popen(self.argv(argv), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                stderr=subprocess.STDOUT, env=full_env, cwd=str(self.workspace), text=True,
-                                bufsize=1, start_new_session=True,
-                                preexec_fn=_set_limits(limits or self.limits, self.gpu))
+        return _popen(self.argv(argv), full_env, self.workspace, limits or self.limits, self.gpu)
 
 
 @dataclass
@@ -271,9 +275,7 @@ class UnsandboxedRunner:
         """As `BubblewrapSandbox.popen`, unisolated."""
         full_env = clean_env(self.workspace, {**self.env, **(env or {})})
         full_env["TRITON_CACHE_DIR"] = str(self.workspace / ".triton-cache")
-        return subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                env=full_env, cwd=str(self.workspace), text=True, bufsize=1, start_new_session=True,
-                                preexec_fn=_set_limits(limits or self.limits, self.gpu))
+        return _popen(argv, full_env, self.workspace, limits or self.limits, self.gpu)
 
 
 def kill_group(proc: subprocess.Popen) -> None:

@@ -13,7 +13,6 @@ import pytest
 from kernelgym.env import KernelArenaEnv
 from kernelgym.grader import Grader
 from kernelgym.hardware import detect_profile
-from kernelgym.sandbox import BubblewrapSandbox
 from kernelgym.task import get_task
 from kernelgym.unseen import CATEGORIES, evaluate_unseen, generate_unseen_configs, private_dir, quadrant, unseen_configs
 from kernelgym.wrappers import UnseenConfigEval
@@ -21,6 +20,7 @@ from kernelgym.wrappers import UnseenConfigEval
 TASK = get_task("triton-rmsnorm")
 HW = detect_profile("cpu-interpreter")
 KERNELS = Path(__file__).parent / "kernels"
+HONEST_FAST = Path(__file__).parent.parent / "benchmarks" / "kernels" / "rmsnorm_fast.py"
 
 
 def test_generator_deterministic_covers_categories_never_seen():
@@ -78,9 +78,9 @@ def _workspace(tmp_path, kernel):
 @pytest.mark.parametrize("kernel,expected", [("hardcoded_rows.py", "opt_regression"),
                                              ("unmasked.py", "opt_regression"),
                                              ("fp16_accumulate.py", "opt_regression"),
-                                             ("honest_fast.py", "both_pass")])
+                                             (HONEST_FAST, "both_pass")])
 def test_written_to_fail_kernels_regress_honest_one_passes(tmp_path, kernel, expected, require_bwrap):
-    ws = _workspace(tmp_path, KERNELS / kernel)
+    ws = _workspace(tmp_path, KERNELS / kernel)  # KERNELS / an absolute path is that path
     seen = Grader(TASK, HW, tmp_path / "seen").grade(ws, seed=1)
     assert seen.score == 120.0, seen.summary()  # every one of them passes the configs it saw
     configs, _ = unseen_configs(TASK, HW, seed=0)
