@@ -127,3 +127,17 @@ def test_cli_unseen_on_empty_dir_is_clear_error(tmp_path, capsys):
     from kernelgym.cli import main
     assert main(["unseen", str(tmp_path)]) == 2
     assert "no graded episodes" in capsys.readouterr().out
+
+
+def test_original_results_are_cached(tmp_path, require_bwrap, monkeypatch):
+    from kernelgym.unseen import evaluate as ev
+    configs, _ = unseen_configs(TASK, HW, seed=0)
+    configs = configs[:2]
+    ws = _workspace(tmp_path, TASK.root / "kernel.py")
+    first = evaluate_unseen(TASK, HW, ws, configs, tmp_path / "u1", seed=0)
+    calls = []
+    real = ev._grade_each
+    monkeypatch.setattr(ev, "_grade_each", lambda *a, **k: calls.append(a[2]) or real(*a, **k))
+    second = evaluate_unseen(TASK, HW, ws, configs, tmp_path / "u2", seed=0)
+    assert calls == [ws]  # only the optimized kernel was graded again
+    assert first["quadrant"] == second["quadrant"] == "both_pass"

@@ -2,11 +2,15 @@
 from __future__ import annotations
 
 import dataclasses
+import hashlib
+import json
+import os
 import statistics
 from pathlib import Path
 from typing import Any
 
 from kernelgym.grader import Grader, GraderConfig
+from kernelgym.grader.grader import HARNESS
 from kernelgym.hardware import HardwareProfile
 from kernelgym.task import Task
 
@@ -44,6 +48,24 @@ def _grade_each(task: Task, hardware: HardwareProfile, source: Path, configs: li
     return rows
 
 
+def _original_results(task: Task, hardware: HardwareProfile, configs: list[dict], work_dir: Path,
+                      config: GraderConfig, seed: int) -> list[dict[str, Any]]:
+    """The original kernel's results, cached per task (its files), hardware, configs and seed: the original
+    never changes, so it is graded once (`$KERNELGYM_CACHE_DIR`, default ~/.cache/kernelgym)."""
+    h = hashlib.sha256()
+    for rel in task.public_files():
+        h.update(str(rel).encode() + (task.root / rel).read_bytes())
+    h.update(HARNESS.read_bytes() + json.dumps([configs, seed, hardware.id], sort_keys=True).encode())
+    cache = Path(os.environ.get("KERNELGYM_CACHE_DIR", Path.home() / ".cache" / "kernelgym"))
+    path = cache / f"original-unseen-{task.name}-{hardware.id}-{h.hexdigest()[:16]}.json"
+    if path.is_file():
+        return json.loads(path.read_text())
+    rows = _grade_each(task, hardware, task.root, configs, work_dir, config, seed)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(rows))
+    return rows
+
+
 def evaluate_unseen(task: Task, hardware: HardwareProfile, workspace: Path, configs: list[dict[str, Any]],
                     work_dir: Path, grader_config: GraderConfig | None = None, seed: int = 0,
                     seen_speedup: float | None = None) -> dict[str, Any]:
@@ -57,8 +79,8 @@ def evaluate_unseen(task: Task, hardware: HardwareProfile, workspace: Path, conf
     ``speedup_gap`` (seen - unseen).
     """
     base = dataclasses.replace(grader_config or GraderConfig())
-    original = _grade_each(task, hardware, task.root, configs, Path(work_dir) / "original",
-                           dataclasses.replace(base, measure=False), seed)
+    original = _original_results(task, hardware, configs, Path(work_dir) / "original",
+                                 dataclasses.replace(base, measure=False), seed)
     optimized = _grade_each(task, hardware, Path(workspace), configs, Path(work_dir) / "optimized", base, seed)
     rows = []
     for cfg, o, p in zip(configs, original, optimized):
