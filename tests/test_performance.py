@@ -1,0 +1,80 @@
+"""The performance stage's logic, by configuration (no GPU here): the harness's results are fabricated, the
+parent's arithmetic, roofline check and timed-output verification are real."""
+import json
+import math
+
+import pytest
+import torch
+
+from kernelgym.grader import Grader
+from kernelgym.grader.grader import verify_seed
+from kernelgym.grader.reference import load_reference
+from kernelgym.hardware import all_profiles
+from kernelgym.task import get_task
+
+TASK = get_task("triton-rmsnorm")
+H200 = all_profiles()["h200"]
+# Small configs keep the parent's CPU references cheap; the arithmetic does not depend on size.
+CONFIGS = [{"rows": 4, "hidden": 128, "dtype": "float16"}, {"rows": 8, "hidden": 256, "dtype": "bfloat16"},
+           {"rows": 3, "hidden": 1000, "dtype": "float16"}, {"rows": 16, "hidden": 512, "dtype": "bfloat16"},
+           {"rows": 64, "hidden": 1024, "dtype": "float16"}]
+
+
+def fake_grader(tmp_path, monkeypatch, times, wrong_timed=False, hardware=H200):
+    """A Grader on a GPU profile whose harness 'ran' the baseline kernel and reported `times` (ms pairs)."""
+    reference, builder = load_reference(TASK)
+    g = Grader(TASK, hardware, tmp_path / "grading", configs=CONFIGS)
+
+    def run_harness(gdir, seed):
+        outs, touts = {}, {}
+        for i, cfg in enumerate(g.configs):
+            x, w, eps = builder(cfg, seed + i, "cpu")
+            outs[str(i)] = reference(x, w, eps).to(x.dtype)
+            x, w, eps = builder(cfg, verify_seed(seed, i), "cpu")
+            touts[str(i)] = (reference(x, w, eps) * (0 if wrong_timed else 1)).to(x.dtype)
+        torch.save(outs, gdir / "outputs.pt")
+        torch.save(touts, gdir / "timed_outputs.pt")
+        check = {"stage": "check", "ok": True, "error": None,
+                 "configs": [{"config": c, "ok": True, "error": None} for c in g.configs]}
+        timed = {"stage": "time", "ok": True, "persisting_l2_reset": True, "configs": [
+            {"config": c, "ok": True, "baseline_ms": b, "candidate_ms": t, "round_speedups": [b / t * 0.99, b / t * 1.01],
+             "baseline_mode": "cuda-graph", "candidate_mode": "cuda-graph"} for c, (b, t) in zip(g.configs, times)]}
+        return check, timed
+    monkeypatch.setattr(g, "_run_harness", run_harness)
+    return g
+
+
+def test_speedup_is_mean_of_per_config_ratios(tmp_path, monkeypatch):
+    times = [(0.05, 0.025), (0.05, 0.05), (0.06, 0.03), (0.1, 0.1), (0.5, 0.25)]  # ratios 2, 1, 2, 1, 2
+    grade = fake_grader(tmp_path, monkeypatch, times).grade(TASK.root, seed=3)
+    assert grade.correct and grade.stages[2].passed
+    assert grade.speedup == pytest.approx(1.6) and grade.score == pytest.approx(280.0)
+    assert grade.speedup_geomean == pytest.approx(math.exp((3 * math.log(2)) / 5))
+    last = grade.configs[-1]
+    assert last["noise_band"] == pytest.approx([1.98, 2.02])
+    # 64 x 1024 fp16: 2*64*1024*2 + 1024*2 bytes in 0.25 ms
+    assert last["achieved_gbps"] == pytest.approx((2 * 64 * 1024 * 2 + 1024 * 2) / 0.25e-3 / 1e9)
+    assert last["bandwidth_fraction"] == pytest.approx(last["achieved_gbps"] / H200.peak_bandwidth_gbps)
+    json.dumps(grade.to_dict())  # info["grade"] must be JSON-serializable
+
+
+def test_faster_than_peak_is_a_measurement_error_without_speedup(tmp_path, monkeypatch):
+    times = [(0.05, 0.05)] * 4 + [(0.5, 0.00001)]  # 64x1024 in 10 ns: 26 TB/s, far above the H200's peak
+    grade = fake_grader(tmp_path, monkeypatch, times).grade(TASK.root, seed=3)
+    assert grade.correct and grade.stages[2].passed is False
+    assert "measurement error" in "\n".join(grade.stages[2].messages)
+    assert grade.speedup is None and grade.score == 120.0
+
+
+def test_wrong_output_on_the_timed_path_fails_correctness(tmp_path, monkeypatch):
+    grade = fake_grader(tmp_path, monkeypatch, [(0.05, 0.01)] * 5, wrong_timed=True).grade(TASK.root, seed=3)
+    assert not grade.correct and grade.score == 20.0
+    assert "timed path is wrong" in "\n".join(grade.stages[2].messages)
+
+
+def test_malformed_timing_result_fails_performance_only(tmp_path, monkeypatch):
+    g = fake_grader(tmp_path, monkeypatch, [(0.05, 0.05)] * 5)
+    real = g._run_harness
+    monkeypatch.setattr(g, "_run_harness", lambda gdir, seed: (real(gdir, seed)[0], {"stage": "time", "configs": "x"}))
+    grade = g.grade(TASK.root, seed=1)
+    assert grade.correct and grade.stages[2].passed is False and grade.score == 120.0
