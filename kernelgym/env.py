@@ -68,7 +68,7 @@ class KernelArenaEnv(gym.Env):
     v0: initial version.
     """
 
-    metadata = {"render_modes": ["ansi"]}
+    metadata = {"render_modes": ["ansi"], "render_fps": 1}
 
     def __init__(self, task: str | Task = "triton-rmsnorm", *, run_dir: str | Path | None = None,
                  hardware: str | HardwareProfile | None = None, sandbox: str = "bwrap", max_steps: int = 50,
