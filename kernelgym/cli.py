@@ -69,14 +69,17 @@ def cmd_run(args: argparse.Namespace) -> int:
                               f"{info['elapsed_s']:.0f} s")
                 if kind == "submit" or info.get("grade"):
                     status.update(f"episode {ep + 1}/{args.episodes}: grading")
+                if not console.is_terminal:  # no spinner in a log: one line per step instead
+                    console.print(f"  step {step}: {kind}{' (graded)' if info.get('grade') else ''}")
             results.append(rollout(env, policy, seed=args.seed + ep, on_step=on_step))
         console.print(f"episode {ep + 1}: reward {results[-1]['reward']:.1f} in {results[-1]['steps']} steps, "
                       f"{results[-1]['wall_s']:.1f} s")
     env.close()
     print_results(results, hw.interpreter)
     if hw.interpreter:
-        console.print("[yellow]CPU interpreter: correctness only. Nothing was timed, so no speedup was measured and "
-                      "policies that rank variants by speed (the tuner) keep the original values.[/]")
+        console.print("[yellow]CPU interpreter: correctness only. Nothing was timed, so no speedup was measured"
+                      + (", and the tuner, which ranks variants by speed, kept the original values" if args.policy == "tuner"
+                         else "") + ".[/]")
     (run_dir / "results.json").write_text(json.dumps(results, indent=1, default=str))
     console.print(f"trajectories: {run_dir / 'trajectories.jsonl'}")
     return 0
@@ -94,6 +97,7 @@ def print_results(results: list[dict], interpreter: bool) -> None:
                       str(r["steps"]), f"{r['wall_s']:.1f}")
     console.print(table)
     if results:
+        console.print(f"Per config, episode {len(results)}:")
         for row in results[-1]["grade"].get("configs", []):
             t = (f"  baseline {row['baseline_ms']:.4f} ms  candidate {row['candidate_ms']:.4f} ms  "
                  f"speedup {row['speedup']:.3f}x" if row.get("speedup") else "")
@@ -130,6 +134,7 @@ def cmd_unseen(args: argparse.Namespace) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Entry point of the `kernelgym` command; returns the exit code (2 for a setup error, with its message)."""
     parser = argparse.ArgumentParser(prog="kernelgym", description="GPU-kernel optimization tasks as Gymnasium envs")
     sub = parser.add_subparsers(dest="command", required=True)
     sub.add_parser("list", help="list tasks, policies and hardware profiles").set_defaults(func=cmd_list)

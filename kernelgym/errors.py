@@ -27,3 +27,7 @@ class HardwareProfileError(KernelGymError):
 
 class UnknownPolicyError(KernelGymError):
     """No built-in policy of that name exists under policies/."""
+
+
+class PolicyConfigError(KernelGymError):
+    """A policy's config.yaml or an override names a field the policy's config does not have."""

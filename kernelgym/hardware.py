@@ -36,7 +36,7 @@ class HardwareProfile(BaseModel):
     l2_bytes: int = Field(ge=0)
     llc_bytes: int = Field(ge=0)
     flush_bytes: int = Field(ge=0)
-    """Bytes written between timed runs to evict the caches (>= 2 x llc_bytes)."""
+    """Bytes read between timed runs to evict the caches (>= 2 x llc_bytes)."""
     shared_memory_per_unit_bytes: int = Field(ge=0)
     triton_launch_options: list[str]
     doc: str

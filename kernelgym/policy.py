@@ -15,7 +15,7 @@ from typing import Any, Protocol
 
 import yaml
 
-from kernelgym.errors import UnknownPolicyError
+from kernelgym.errors import PolicyConfigError, UnknownPolicyError
 
 DEFAULT_POLICIES_ROOT = Path(__file__).resolve().parent.parent / "policies"
 
@@ -23,9 +23,11 @@ DEFAULT_POLICIES_ROOT = Path(__file__).resolve().parent.parent / "policies"
 class Policy(Protocol):
     """What `rollout` needs of a policy."""
 
-    def reset(self, observation: dict[str, str], info: dict[str, Any]) -> None: ...
+    def reset(self, observation: dict[str, str], info: dict[str, Any]) -> None:
+        """Start an episode: `observation` holds the task prompt (``observation["prompt"]``)."""
 
-    def act(self, observation: dict[str, str], info: dict[str, Any]) -> dict[str, Any]: ...
+    def act(self, observation: dict[str, str], info: dict[str, Any]) -> dict[str, Any]:
+        """The next action, e.g. ``{"kind": "shell", "cmd": "python check.py"}`` (see kernelgym.spaces)."""
 
 
 def available_policies(root: Path = DEFAULT_POLICIES_ROOT) -> list[str]:
@@ -42,7 +44,7 @@ def load_policy(name: str, root: Path = DEFAULT_POLICIES_ROOT, **overrides: Any)
 
     Raises:
         UnknownPolicyError: no folder of that name; the message lists the policies there are.
-        TypeError: an override names no field of the policy's config.
+        PolicyConfigError: an override names no field of the policy's config.
     """
     folder = Path(root) / name
     if not (folder / "policy.py").is_file():
@@ -61,5 +63,5 @@ def load_policy(name: str, root: Path = DEFAULT_POLICIES_ROOT, **overrides: Any)
     known = {f.name for f in dataclasses.fields(config_cls)}
     unknown = set(values) - known
     if unknown:
-        raise TypeError(f"policy {name!r}: unknown config fields {sorted(unknown)}; known: {sorted(known)}")
+        raise PolicyConfigError(f"policy {name!r}: unknown config fields {sorted(unknown)}; known: {sorted(known)}")
     return policy_cls(config_cls(**values))

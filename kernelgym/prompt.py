@@ -1,4 +1,4 @@
-"""The task prompt given at reset, in the arena's eight parts (DESIGN.md section 2): role, files and
+"""The task prompt given at reset, in the eight parts of AgentKernelArena (arXiv:2605.16819): role, files and
 target functions, architecture pre-check, task guidance, completion rules, hardware and language
 reference, workspace path, iteration instruction; plus the actions this env accepts."""
 from __future__ import annotations

@@ -187,6 +187,7 @@ class BubblewrapSandbox:
 
     def __post_init__(self):
         self.workspace = Path(self.workspace).resolve()
+        self.readonly = [Path(p).resolve() for p in self.readonly]  # bwrap needs absolute source paths
         self.bwrap = shutil.which("bwrap")
         if self.bwrap is None:
             raise SandboxUnavailableError(f"bubblewrap (`bwrap`) is not on PATH. {INSTALL_HINT}")

@@ -30,12 +30,14 @@ def _text(max_length: int) -> spaces.Text:
 
 
 def action_space() -> spaces.Dict:
+    """The env's action space (see the module docstring)."""
     return spaces.Dict({"kind": spaces.Discrete(len(ACTION_KINDS)), "cmd": _text(MAX_CMD_CHARS),
                         "path": _text(4096), "content": _text(MAX_FILE_CHARS), "old": _text(MAX_FILE_CHARS),
                         "new": _text(MAX_FILE_CHARS), "config": spaces.Discrete(MAX_CONFIGS)})
 
 
 def observation_space() -> spaces.Dict:
+    """The env's observation space: ``{"output": Text, "prompt": Text}``."""
     return spaces.Dict({"output": _text(MAX_OBS_CHARS), "prompt": _text(MAX_OBS_CHARS)})
 
 

@@ -1,7 +1,7 @@
 """Built-in policies: loading by folder, config overrides, the tuner's parsing and plan."""
 import pytest
 
-from kernelgym.errors import UnknownPolicyError
+from kernelgym.errors import PolicyConfigError, UnknownPolicyError
 from kernelgym.policy import available_policies, load_policy
 
 
@@ -9,7 +9,7 @@ def test_available_and_unknown():
     assert {"scripted", "tuner"} <= set(available_policies())
     with pytest.raises(UnknownPolicyError, match="Did you mean 'scripted'"):
         load_policy("scripte")
-    with pytest.raises(TypeError, match="unknown config fields"):
+    with pytest.raises(PolicyConfigError, match="unknown config fields"):
         load_policy("tuner", blocks=[1])
 
 

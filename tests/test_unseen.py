@@ -115,7 +115,9 @@ def test_cli_unseen_replays_a_finished_run(tmp_path, require_bwrap):
     # Episode 2's final kernel is replaced by one written to fail, as if an agent had left it there.
     ep2 = sorted((run_dir / "episodes").iterdir())[1]
     shutil.copy(KERNELS / "unmasked.py", ep2 / "workspace" / "kernel.py")
-    out = subprocess.run([sys.executable, "-m", "kernelgym.cli", "unseen", str(run_dir)], capture_output=True, text=True)
+    # A relative path, as a user types it.
+    out = subprocess.run([sys.executable, "-m", "kernelgym.cli", "unseen", run_dir.name], capture_output=True,
+                         text=True, cwd=tmp_path)
     assert out.returncode == 0, out.stdout + out.stderr
     s = json.loads((run_dir / "unseen_summary.json").read_text())
     assert s["quadrants"] == {"both_pass": 1, "opt_regression": 1, "both_fail": 0, "opt_improvement": 0}

@@ -97,6 +97,7 @@ class Grade:
         return bool(self.stages[1].passed)
 
     def to_dict(self) -> dict[str, Any]:
+        """The grade as plain JSON-serializable data (what `info["grade"]` holds)."""
         return {**asdict(self), "compiled": self.compiled, "correct": self.correct}
 
     def summary(self) -> str:
@@ -150,7 +151,7 @@ class Grader:
     def __init__(self, task: Task, hardware: HardwareProfile, work_dir: Path, config: GraderConfig | None = None,
                  configs: list[dict] | None = None):
         self.task, self.hardware, self.config = task, hardware, config or GraderConfig()
-        self.work_dir = Path(work_dir)
+        self.work_dir = Path(work_dir).resolve()
         self.work_dir.mkdir(parents=True, exist_ok=True)
         self.configs = configs if configs is not None else task.configs_for(hardware.interpreter)
         self.keep_worker = False  # True: the worker serves several gradings (of one kernel; see unseen.evaluate)
@@ -174,6 +175,7 @@ class Grader:
                                    warmup_request=warm / "request.json")
 
     def stop_worker(self) -> None:
+        """Kill the warm worker, if any (and with it any grading it is running)."""
         if self.worker is not None:
             self.worker.stop()
             self.worker = None
@@ -183,7 +185,7 @@ class Grader:
         """Grade the editable files in `workspace`. Never raises for a bad kernel: failures are stages."""
         start = time.monotonic()
         gdir = self._fresh_dir("grade")
-        problems = copy_candidate(self.task, Path(workspace), gdir)
+        problems = copy_candidate(self.task, Path(workspace).resolve(), gdir)
         self.launch_notes = [n for rel in self.task.spec.editable_files if (gdir / rel).is_file()
                              for n in unsupported_launch_options((gdir / rel).read_text(errors="replace"), self.hardware)]
         self._start_references(seed)  # computed in the background while the candidate runs

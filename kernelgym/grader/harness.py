@@ -148,7 +148,7 @@ def time_pair(base, cand, pool, flush, reps, rounds, reset_l2):
     """Interleave baseline and candidate in `rounds` rounds (order alternating), reps/rounds timed runs each.
 
     Before each timed run, outside the timed window: fresh input values copied in, the cache flushed
-    (a write of `flush` bytes), so neither kernel reads a warm L2. Returns per-run times in ms."""
+    (a read of `flush_bytes`, which leaves clean lines), so neither kernel reads a warm L2. Returns per-run times in ms."""
     per_round = max(reps // rounds, 1)
     times = {"baseline": [], "candidate": []}
     round_medians = {"baseline": [], "candidate": []}

@@ -39,6 +39,7 @@ class GraderWorker:
             self.proc.stdin.flush()
 
     def alive(self) -> bool:
+        """Whether the worker process is still running."""
         return self.proc.poll() is None
 
     def request(self, request_path: Path, timeout_s: float) -> tuple[int | None, bool]:
@@ -68,4 +69,5 @@ class GraderWorker:
                 return int(parts[1]), False
 
     def stop(self) -> None:
+        """Kill the worker's process group (the worker, its children and anything they started)."""
         kill_group(self.proc)

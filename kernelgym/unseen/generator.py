@@ -1,6 +1,6 @@
 """The public generator of unseen configs (the generated values stay private: see store.py).
 
-Six categories (DESIGN.md section 2): edge cases, scale-up, scale-down, alignment stress, extreme aspect
+Six categories (AgentKernelArena, arXiv:2605.16819): edge cases, scale-up, scale-down, alignment stress, extreme aspect
 ratio, production shapes; 8 configs per task. The first dimension of the task's config space is the batch
 (rows) and the last the inner (hidden) one. Every config is checked against the task's limits and the
 memory cap, replaced (with the reason logged) when it does not fit, never equal to a seen config, and

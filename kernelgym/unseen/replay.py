@@ -24,7 +24,7 @@ def replay_run(run_dir: Path, seed: int = 0, sandbox: str = "bwrap",
     Raises:
         FileNotFoundError: `run_dir` holds no graded episodes.
     """
-    run_dir = Path(run_dir)
+    run_dir = Path(run_dir).resolve()
     episodes = sorted(p.parent for p in run_dir.rglob("episodes/*/grade.json"))
     if not episodes:
         raise FileNotFoundError(f"{run_dir}: no graded episodes (episodes/<id>/grade.json) found")

@@ -26,7 +26,7 @@ def _jsonable(x: Any) -> Any:
 class TrajectoryRecorder(gym.Wrapper):
     """Appends one JSON line per reset and per step to `path`, flushed at once (a crash keeps the log).
 
-    Each line: ``{"format", "episode_id", "t", "event": "reset"|"step", "action", "observation",
+    Each line: ``{"format", "episode_id", "t", "event": "reset"|"step"|"error", "action", "observation",
     "reward", "terminated", "truncated", "info", "time"}``. The format string is versioned
     (`TRAJECTORY_FORMAT`); bump it when a field changes.
 
