@@ -176,3 +176,50 @@ def test_exotic_output_tensor_fails_cleanly():
     assert not ok and "dense real tensor" in msg
     sparse = torch.randn(4, 8).half().to_sparse()
     assert not compare_outputs(sparse, torch.randn(4, 8), CFG, TOL)[0]
+
+
+def test_directory_and_zip_bomb_results_are_refused(tmp_path):
+    import zipfile
+
+    from kernelgym.grader.untrusted import UntrustedFileError, load_json_untrusted, load_tensors_untrusted
+    (tmp_path / "check_result.json").mkdir()
+    with pytest.raises(UntrustedFileError, match="not a regular file"):
+        load_json_untrusted(tmp_path / "check_result.json")
+    with zipfile.ZipFile(tmp_path / "bomb.pt", "w", compression=zipfile.ZIP_DEFLATED) as z:
+        z.writestr("archive/data/0", b"\0" * (64 << 20))  # 64 MB of zeros, ~64 KB on disk
+    assert (tmp_path / "bomb.pt").stat().st_size < 1 << 20
+    with pytest.raises(UntrustedFileError, match="unpacks to"):
+        load_tensors_untrusted(tmp_path / "bomb.pt", max_unpacked_bytes=8 << 20)
+
+
+def test_grading_dir_writes_never_follow_planted_links(tmp_path):
+    from kernelgym.grader.grader import _write_new
+    target = tmp_path / "host_file"
+    (tmp_path / "gdir").mkdir()
+    (tmp_path / "gdir" / "kernel.py").symlink_to(target)
+    with pytest.raises(FileExistsError):
+        _write_new(tmp_path / "gdir" / "kernel.py", b"payload")
+    assert not target.exists()
+
+
+@pytest.mark.timeout(180)
+def test_flooding_the_worker_pipe_cannot_hang_the_env(tmp_path, require_bwrap):
+    # The candidate reaches the worker's stdout through bwrap's pid 1 and writes without a newline, forever.
+    src = BASELINE + '''
+import threading as _t
+def _flood():
+    with open("/proc/1/fd/1", "w") as f:
+        while True:
+            f.write("x" * 65536)
+            f.flush()
+_t.Thread(target=_flood, daemon=True).start()
+'''
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    for rel in TASK.public_files():
+        shutil.copy(TASK.root / rel, ws / rel)
+    (ws / "kernel.py").write_text(src)
+    grader = Grader(TASK, detect_profile("cpu-interpreter"), tmp_path / "grading", GraderConfig(timeout_s=20.0))
+    grader.start_worker()
+    g = grader.grade(ws, seed=0)
+    assert g.elapsed_s < 60 and g.score <= 120.0

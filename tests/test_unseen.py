@@ -103,6 +103,7 @@ def test_wrapper_adds_info_and_gates_reward(tmp_path, require_bwrap):
     u = info["unseen"]
     assert u["quadrant"] == "opt_regression" and u["reward_gated"] and reward == 20.0
     assert len(u["configs"]) == 8 and u["unseen_speedup"] is None and u["interpreter"]
+    assert all(isinstance(r["config"], str) and r["config"].startswith("unseen-") for r in u["configs"])
     env.close()
 
 
@@ -143,3 +144,19 @@ def test_original_results_are_cached(tmp_path, require_bwrap, monkeypatch):
     second = evaluate_unseen(TASK, HW, ws, configs, tmp_path / "u2", seed=0)
     assert calls == [ws]  # only the optimized kernel was graded again
     assert first["quadrant"] == second["quadrant"] == "both_pass"
+
+
+def test_stored_configs_are_not_the_public_default_seed():
+    stored, _ = unseen_configs(TASK, HW, seed=0)
+    public, _ = generate_unseen_configs(TASK, 0, interpreter=True)
+    assert [c for c in stored] != public  # mixed with the store's secret
+
+
+def test_candidate_gets_a_fresh_sandbox_per_unseen_config(tmp_path, require_bwrap, monkeypatch):
+    from kernelgym.unseen import evaluate as ev
+    started = []
+    monkeypatch.setattr(Grader, "start_worker", lambda self: started.append(self.work_dir.name))
+    configs, _ = unseen_configs(TASK, HW, seed=0)
+    evaluate_unseen(TASK, HW, _workspace(tmp_path, TASK.root / "kernel.py"), configs[:2], tmp_path / "u", seed=0)
+    assert started == ["original"]  # only the pristine original shares a warm worker
+    assert ev  # module imported for monkeypatch scope

@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 import math
 import os
-import shutil
 import statistics
 import sys
 import threading
@@ -123,9 +122,6 @@ def copy_candidate(task: Task, workspace: Path, dest: Path) -> list[str]:
     """Build a grading directory: the editable files from `workspace`, every other public file pristine
     from the task. Returns problems (empty when fine); a symlink or a missing editable file is one."""
     problems = []
-    for rel in task.public_files():
-        (dest / rel).parent.mkdir(parents=True, exist_ok=True)
-        shutil.copy2(task.root / rel, dest / rel)
     for rel in task.spec.editable_files:
         src = workspace / rel
         # Blocks a symlink to private data or to the grader itself being copied in as the "kernel".
@@ -133,8 +129,19 @@ def copy_candidate(task: Task, workspace: Path, dest: Path) -> list[str]:
             problems.append(f"{rel}: {'is a symlink' if src.is_symlink() else 'missing'} in the workspace; "
                             f"it must be a regular file")
             continue
-        shutil.copyfile(src, dest / rel, follow_symlinks=False)
+        _write_new(dest / rel, src.read_bytes())
+    for rel in task.public_files():
+        if str(rel) not in task.spec.editable_files:
+            _write_new(dest / rel, (task.root / rel).read_bytes())
     return problems
+
+
+def _write_new(path: Path, data: bytes) -> None:
+    # O_EXCL | O_NOFOLLOW: never write through anything already at the path (a planted symlink).
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
+    with os.fdopen(fd, "wb") as f:
+        f.write(data)
 
 
 class Grader:
@@ -223,7 +230,7 @@ class Grader:
             messages.append(str(check["error"]))
         else:
             try:
-                outputs = load_tensors_untrusted(gdir / "outputs.pt")
+                outputs = load_tensors_untrusted(gdir / "outputs.pt", max_unpacked_bytes=self._max_output_bytes())
             except UntrustedFileError as e:
                 messages.append(f"outputs unreadable: {e}")
         reference, builder = load_reference(self.task)
@@ -266,7 +273,7 @@ class Grader:
         if res is None or res["stage"] != "time":
             return Stage("performance", False, [res.get("error") or "timing failed"]), None, True
         try:
-            outputs = load_tensors_untrusted(gdir / "timed_outputs.pt")
+            outputs = load_tensors_untrusted(gdir / "timed_outputs.pt", max_unpacked_bytes=self._max_output_bytes())
         except UntrustedFileError as e:
             return Stage("performance", False, [f"timed outputs unreadable: {e}"]), None, False
         spec, speedups, messages, flagged = self.task.spec, [], [], False
@@ -318,6 +325,11 @@ class Grader:
         d.mkdir(parents=True)
         return d
 
+    def _max_output_bytes(self) -> int:
+        """Generous cap on what the candidate's outputs may unpack to: 8 bytes per reference element, plus 16 MB."""
+        self._ref_thread.join()
+        return sum(8 * int(r.numel()) for r in self._refs.values()) + (16 << 20)
+
     def _start_references(self, seed: int) -> None:
         """Compute the reference outputs for this grading's seeds in a thread (torch releases the GIL)."""
         reference, builder = load_reference(self.task)
@@ -360,7 +372,7 @@ class Grader:
         sandboxed process. Returns (check result, timing result or None); failures are results, not raises."""
         request = self._request(gdir, seed)
         check_path, time_path = Path(request["result"]), Path(request["time_result"])
-        (gdir / "request.json").write_text(json.dumps(request))
+        _write_new(gdir / "request.json", json.dumps(request).encode())
         timed_out, output = False, None
         if self.worker is not None and self.worker.alive():
             code, timed_out = self.worker.request(gdir / "request.json", self.config.timeout_s)

@@ -11,6 +11,7 @@ import io
 import json
 import os
 import stat
+import zipfile
 from pathlib import Path
 from typing import Any
 
@@ -25,13 +26,24 @@ def read_untrusted(path: Path, max_bytes: int) -> bytes:
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
     except OSError as e:
         raise UntrustedFileError(f"{path.name}: cannot open ({e.strerror}); it must be a regular file") from None
-    with os.fdopen(fd, "rb") as f:
+    try:
         st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode):
+        if not stat.S_ISREG(st.st_mode):  # a directory, FIFO, socket or device
             raise UntrustedFileError(f"{path.name}: not a regular file")
         if st.st_size > max_bytes:
             raise UntrustedFileError(f"{path.name}: {st.st_size} bytes, more than the {max_bytes} allowed")
-        data = f.read(max_bytes + 1)
+        chunks, total = [], 0
+        while total <= max_bytes:
+            chunk = os.read(fd, min(1 << 20, max_bytes + 1 - total))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            total += len(chunk)
+        data = b"".join(chunks)
+    except OSError as e:
+        raise UntrustedFileError(f"{path.name}: unreadable ({e.strerror})") from None
+    finally:
+        os.close(fd)
     if len(data) > max_bytes:
         raise UntrustedFileError(f"{path.name}: more than the {max_bytes} bytes allowed")
     return data
@@ -48,11 +60,22 @@ def load_json_untrusted(path: Path, max_bytes: int = 4 << 20) -> dict[str, Any]:
     return obj
 
 
-def load_tensors_untrusted(path: Path, max_bytes: int = 8 << 30) -> dict[str, Any]:
-    """A dict saved by torch.save, loaded with weights_only=True (no code runs)."""
+def load_tensors_untrusted(path: Path, max_bytes: int = 8 << 30, max_unpacked_bytes: int = 8 << 30) -> dict[str, Any]:
+    """A dict saved by torch.save (zip format), loaded with weights_only=True (no code runs).
+
+    `max_unpacked_bytes` caps the archive's total uncompressed size, checked before loading: a few MB of
+    compressed zeros must not become gigabytes in the trusted process.
+    """
     import torch
 
     data = read_untrusted(path, max_bytes)
+    try:
+        with zipfile.ZipFile(io.BytesIO(data)) as z:
+            unpacked = sum(i.file_size for i in z.infolist())
+    except (zipfile.BadZipFile, ValueError, RuntimeError):
+        raise UntrustedFileError(f"{path.name}: not a torch.save zip archive") from None
+    if unpacked > max_unpacked_bytes:
+        raise UntrustedFileError(f"{path.name}: unpacks to {unpacked} bytes, more than the {max_unpacked_bytes} allowed")
     try:
         obj = torch.load(io.BytesIO(data), weights_only=True, map_location="cpu")
     except Exception as e:  # noqa: BLE001 - any malformed file is the candidate's failure

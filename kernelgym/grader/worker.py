@@ -7,6 +7,7 @@ worker cannot reach another grading.
 """
 from __future__ import annotations
 
+import os
 import select
 import sys
 import time
@@ -15,6 +16,7 @@ from pathlib import Path
 from kernelgym.sandbox import Limits, kill_group, make_sandbox
 
 HARNESS = Path(__file__).resolve().parent / "harness.py"
+MAX_REPLY_BYTES = 1 << 16  # what is kept of the worker's output while waiting for its reply
 
 
 class GraderWorker:
@@ -52,21 +54,31 @@ class GraderWorker:
             self.proc.stdin.flush()
         except (BrokenPipeError, OSError):
             return None, False
+        # Read raw bytes with the deadline checked on every chunk and the buffer capped: a candidate can reach
+        # the worker's stdout through bwrap's pid 1 (/proc/1/fd/1) and write forever without a newline.
         deadline = time.monotonic() + timeout_s
+        fd, buf = self.proc.stdout.fileno(), b""
+        want = f" {request_path}".encode()
         while True:
             left = deadline - time.monotonic()
             if left <= 0:
                 self.stop()
                 return None, True
-            ready, _, _ = select.select([self.proc.stdout], [], [], left)
+            ready, _, _ = select.select([fd], [], [], left)
             if not ready:
                 continue
-            line = self.proc.stdout.readline()
-            if not line:  # the worker died
+            chunk = os.read(fd, 65536)
+            if not chunk:  # the worker died
                 return None, False
-            parts = line.split(maxsplit=2)
-            if len(parts) == 3 and parts[0] == "done" and parts[2].strip() == str(request_path):
-                return int(parts[1]), False
+            buf = (buf + chunk)[-MAX_REPLY_BYTES:]
+            for line in buf.split(b"\n")[:-1]:
+                parts = line.split(b" ", 2)
+                if len(parts) == 3 and parts[0] == b"done" and line.endswith(want):
+                    try:
+                        return int(parts[1]), False
+                    except ValueError:
+                        pass
+            buf = buf.rsplit(b"\n", 1)[-1]
 
     def stop(self) -> None:
         """Kill the worker's process group (the worker, its children and anything they started)."""

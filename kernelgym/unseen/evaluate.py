@@ -31,8 +31,12 @@ def _grade_each(task: Task, hardware: HardwareProfile, source: Path, configs: li
                 config: GraderConfig, seed: int) -> list[dict[str, Any]]:
     """Grade `source`'s editable files on each config separately (a crash fails that config only)."""
     grader = Grader(task, hardware, work_dir, config, configs=[])
-    grader.keep_worker = True
-    if config.warm_worker:
+    # Only the pristine original shares one worker across configs. A candidate gets a fresh sandboxed process
+    # per config: a background process it left behind would otherwise outlive its config and could tamper
+    # with the next config's grading directory while the trusted parent writes into it.
+    trusted = Path(source).resolve() == task.root.resolve()
+    grader.keep_worker = trusted
+    if config.warm_worker and trusted:
         grader.start_worker()
     rows = []
     try:
@@ -81,7 +85,8 @@ def evaluate_unseen(task: Task, hardware: HardwareProfile, workspace: Path, conf
     base = dataclasses.replace(grader_config or GraderConfig())
     original = _original_results(task, hardware, configs, Path(work_dir) / "original",
                                  dataclasses.replace(base, measure=False), seed)
-    optimized = _grade_each(task, hardware, Path(workspace), configs, Path(work_dir) / "optimized", base, seed)
+    optimized = _grade_each(task, hardware, Path(workspace), configs, Path(work_dir) / "optimized",
+                            dataclasses.replace(base, warm_worker=False), seed)
     rows = []
     for cfg, o, p in zip(configs, original, optimized):
         rows.append({"config": {k: v for k, v in cfg.items() if k not in _CONFIG_EXTRAS},

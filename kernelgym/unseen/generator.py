@@ -77,8 +77,9 @@ def generate_unseen_configs(task: Task, seed: int, *, interpreter: bool = False,
         elif category == "scale_down":
             cfg = {d: max(1, smallest[d] // int(rng.integers(2, 5))) for d in dims}
         elif category == "alignment":
+            # A small prime inner size with a large prime batch, then the reverse: odd sizes on both axes.
             cfg[inner] = int(rng.choice(SMALL_PRIMES if k == 0 else LARGE_PRIMES))
-            cfg[batch] = int(rng.choice((3, 7, 37, 131)))
+            cfg[batch] = int(rng.choice((37, 131) if k == 0 else (3, 7)))
         elif category == "aspect":
             cfg = {d: 1 for d in dims}
             cfg[inner] = 65536

@@ -2,12 +2,15 @@
 
 Stored outside every workspace and run directory (default ``~/.local/share/kernelgym/private``, or
 ``$KERNELGYM_PRIVATE_DIR``), which the sandbox never mounts: the values never reach a shell command, an
-observation or a prompt. Files are created with mode 0600.
+observation or a prompt. Files are created with mode 0600. The generator is public, so its seed is not: it is
+mixed with a random secret created once in the store.
 """
 from __future__ import annotations
 
+import hashlib
 import json
 import os
+import secrets
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +23,19 @@ from kernelgym.unseen.generator import generate_unseen_configs
 def private_dir() -> Path:
     """Root of the private store."""
     return Path(os.environ.get("KERNELGYM_PRIVATE_DIR", Path.home() / ".local" / "share" / "kernelgym" / "private"))
+
+
+def _secret_seed(task: Task, seed: int) -> int:
+    """The generator's seed: the public `seed` mixed with a random secret kept in the private store, so the
+    values cannot be recomputed from the public generator and a guessable seed."""
+    path = private_dir() / "secret"
+    if not path.is_file():
+        path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "wb") as f:
+            f.write(secrets.token_bytes(32))
+    digest = hashlib.sha256(path.read_bytes() + f"{task.name}:{seed}".encode()).digest()
+    return int.from_bytes(digest[:8], "little")
 
 
 def _validator(task: Task):
@@ -50,7 +66,8 @@ def unseen_configs(task: Task, hardware: HardwareProfile, seed: int = 0) -> tupl
     if not hardware.interpreter:
         import torch
         memory = torch.cuda.get_device_properties(0).total_memory if torch.cuda.is_available() else None
-    configs, log = generate_unseen_configs(task, seed, interpreter=hardware.interpreter, memory_bytes=memory,
+    configs, log = generate_unseen_configs(task, _secret_seed(task, seed), interpreter=hardware.interpreter,
+                                           memory_bytes=memory,
                                            validate=_validator(task))
     path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)

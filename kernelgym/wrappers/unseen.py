@@ -22,14 +22,15 @@ class UnseenConfigEval(gym.Wrapper):
         seed: which set of unseen configs.
         gate_reward: if True, an optimized kernel that fails an unseen config the original passes
             (quadrant ``opt_regression``) gets only the compile points (20): no +100 and no speedup term.
+        reveal_configs: put the config values in `info` (default: only their index and category).
 
     Example:
         >>> env = UnseenConfigEval(gym.make("KernelArena/triton-rmsnorm-v0"), gate_reward=True)
     """
 
-    def __init__(self, env: gym.Env, seed: int = 0, gate_reward: bool = False):
+    def __init__(self, env: gym.Env, seed: int = 0, gate_reward: bool = False, reveal_configs: bool = False):
         super().__init__(env)
-        self.seed, self.gate_reward = seed, gate_reward
+        self.seed, self.gate_reward, self.reveal_configs = seed, gate_reward, reveal_configs
 
     def step(self, action: Any):
         obs, reward, terminated, truncated, info = self.env.step(action)
@@ -43,5 +44,8 @@ class UnseenConfigEval(gym.Wrapper):
                                           and info["grade"].get("compiled"))
             if result["reward_gated"]:
                 reward = min(float(reward), COMPILE_POINTS)
+            if not self.reveal_configs:  # info may reach a policy or a log: keep the values private
+                for i, row in enumerate(result["configs"]):
+                    row["config"] = f"unseen-{i} ({row['category']})"
             info = {**info, "unseen": result}
         return obs, reward, terminated, truncated, info
