@@ -78,3 +78,25 @@ def test_malformed_timing_result_fails_performance_only(tmp_path, monkeypatch):
     monkeypatch.setattr(g, "_run_harness", lambda gdir, seed: (real(gdir, seed)[0], {"stage": "time", "configs": "x"}))
     grade = g.grade(TASK.root, seed=1)
     assert grade.correct and grade.stages[2].passed is False and grade.score == 120.0
+
+
+@pytest.mark.parametrize("bad", [{"baseline_ms": "fast"}, {"baseline_ms": float("inf")}, {"candidate_ms": -1.0},
+                                 {"round_speedups": []}, {"ok": "yes"}])
+def test_forged_or_malformed_times_earn_no_speedup_and_never_crash(tmp_path, monkeypatch, bad):
+    g = fake_grader(tmp_path, monkeypatch, [(0.05, 0.05)] * 5)
+    real = g._run_harness
+
+    def forged(gdir, seed):
+        check, timed = real(gdir, seed)
+        timed["configs"][0].update(bad)
+        return check, timed
+    monkeypatch.setattr(g, "_run_harness", forged)
+    grade = g.grade(TASK.root, seed=1)
+    assert grade.correct and grade.stages[2].passed is False and grade.score == 120.0
+
+
+def test_missing_stage_key_is_a_failed_stage(tmp_path, monkeypatch):
+    g = fake_grader(tmp_path, monkeypatch, [(0.05, 0.05)] * 5)
+    real = g._run_harness
+    monkeypatch.setattr(g, "_run_harness", lambda gdir, seed: (real(gdir, seed)[0], {"configs": []}))
+    assert g.grade(TASK.root, seed=1).score == 120.0

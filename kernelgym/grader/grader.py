@@ -270,7 +270,7 @@ class Grader:
             return Stage("performance", None, [NOT_MEASURED_ON_INTERPRETER]), None, True
         if not self.config.measure:
             return Stage("performance", None, ["not measured (measure=False)"]), None, True
-        if res is None or res["stage"] != "time":
+        if not isinstance(res, dict) or res.get("stage") != "time":
             return Stage("performance", False, [res.get("error") or "timing failed"]), None, True
         try:
             outputs = load_tensors_untrusted(gdir / "timed_outputs.pt", max_unpacked_bytes=self._max_output_bytes())
@@ -282,10 +282,13 @@ class Grader:
             return Stage("performance", False, ["timing result malformed"]), None, True
         for i, (row, t) in enumerate(zip(rows, timed)):
             cfg = row["config"]
-            try:
-                ok_times = t["ok"] is True and float(t["candidate_ms"]) > 0 and float(t["baseline_ms"]) > 0
-                t["round_speedups"] = [float(x) for x in t["round_speedups"]] or [1.0]
-            except (KeyError, TypeError, ValueError):
+            try:  # reported by the candidate's process: every number must be a finite, positive float
+                nums = [float(t["candidate_ms"]), float(t["baseline_ms"]), *map(float, t["round_speedups"])]
+                ok_times = t["ok"] is True and all(math.isfinite(x) and x > 0 for x in nums) and len(nums) > 2
+                t["candidate_ms"], t["baseline_ms"] = nums[0], nums[1]
+                t["round_speedups"] = nums[2:]
+                t["candidate_mode"], t["baseline_mode"] = str(t.get("candidate_mode")), str(t.get("baseline_mode"))
+            except (KeyError, TypeError, ValueError, OverflowError):
                 ok_times = False
             if not ok_times:
                 return Stage("performance", False, [f"{cfg}: timing failed: {t.get('error')}"]), None, True
