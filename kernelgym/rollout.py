@@ -11,7 +11,8 @@ from kernelgym.policy import Policy
 
 def rollout(env: gym.Env, policy: Policy, seed: int | None = None,
             on_step: Callable[[int, dict, dict], None] | None = None) -> dict[str, Any]:
-    """Run one episode; return ``{"reward", "terminated", "truncated", "steps", "wall_s", "grade"}``.
+    """Run one episode; return ``{"reward", "terminated", "truncated", "steps", "wall_s", "grade", "unseen"}``
+    (``unseen`` is `UnseenConfigEval`'s result when the env is wrapped in it, else None).
 
     `on_step(step, action, info)` is called after every step (progress display). A policy that raises
     ends the episode with its error in the result; the env is still graded by a final submit.
@@ -30,4 +31,4 @@ def rollout(env: gym.Env, policy: Policy, seed: int | None = None,
         if on_step:
             on_step(steps, action, info)
     return {"reward": float(reward), "terminated": terminated, "truncated": truncated, "steps": steps,
-            "wall_s": time.monotonic() - start, "grade": info.get("grade", {}), "policy_error": error}
+            "wall_s": time.monotonic() - start, "grade": info.get("grade", {}), "unseen": info.get("unseen"), "policy_error": error}
