@@ -162,7 +162,25 @@ def gpu_devices() -> list[str]:
 
 
 @dataclass
-class BubblewrapSandbox:
+class _Backend:
+    """What both backends are given (see `BubblewrapSandbox` for the meaning of each field)."""
+
+    workspace: Path
+    readonly: list[Path] = field(default_factory=list)
+    gpu: bool = False
+    env: dict[str, str] = field(default_factory=dict)
+    limits: Limits = field(default_factory=Limits)
+    drop_caps: bool = False
+    """Drop every capability inside (the grader's harness does; shell commands keep the namespace's, which
+    profilers such as ncu may need). bubblewrap only."""
+
+    def __post_init__(self):
+        self.workspace = Path(self.workspace).resolve()
+        self.readonly = [Path(p).resolve() for p in self.readonly]  # bwrap needs absolute source paths
+
+
+@dataclass
+class BubblewrapSandbox(_Backend):
     """bubblewrap isolation for one workspace.
 
     Args:
@@ -176,18 +194,8 @@ class BubblewrapSandbox:
         SandboxUnavailableError: bubblewrap is not installed or cannot create namespaces here.
     """
 
-    workspace: Path
-    readonly: list[Path] = field(default_factory=list)
-    gpu: bool = False
-    env: dict[str, str] = field(default_factory=dict)
-    limits: Limits = field(default_factory=Limits)
-    drop_caps: bool = False
-    """Drop every capability inside (the grader's harness does; shell commands keep the namespace's, which
-    profilers such as ncu may need)."""
-
     def __post_init__(self):
-        self.workspace = Path(self.workspace).resolve()
-        self.readonly = [Path(p).resolve() for p in self.readonly]  # bwrap needs absolute source paths
+        super().__post_init__()
         self.bwrap = shutil.which("bwrap")
         if self.bwrap is None:
             raise SandboxUnavailableError(f"bubblewrap (`bwrap`) is not on PATH. {INSTALL_HINT}")
@@ -248,18 +256,12 @@ class BubblewrapSandbox:
 
 
 @dataclass
-class UnsandboxedRunner:
+class UnsandboxedRunner(_Backend):
     """No isolation: commands run on the host with a clean environment and limits. Opt-in only; warns."""
 
-    workspace: Path
-    readonly: list[Path] = field(default_factory=list)
-    gpu: bool = False
-    env: dict[str, str] = field(default_factory=dict)
-    limits: Limits = field(default_factory=Limits)
-    drop_caps: bool = False
 
     def __post_init__(self):
-        self.workspace = Path(self.workspace).resolve()
+        super().__post_init__()
         warnings.warn("kernelgym: sandboxing is OFF (sandbox='none'): agent commands run unisolated, with network "
                       "access and your files reachable. Use only with trusted policies.", stacklevel=3)
 

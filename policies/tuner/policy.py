@@ -33,12 +33,10 @@ class TunerConfig:
 
 def parse_check(output: str) -> tuple[bool, float]:
     """(all configs correct, total time in ms or nan) from the check command's output."""
-    m = None
-    for m in CHECK_LINE.finditer(output):
-        pass
-    if m is None:
+    found = CHECK_LINE.findall(output)
+    if not found:
         return False, math.nan
-    n_ok, total, t = int(m.group(1)), int(m.group(2)), float(m.group(3))
+    n_ok, total, t = int(found[-1][0]), int(found[-1][1]), float(found[-1][2])  # the last summary line
     return n_ok == total and total > 0, t
 
 
