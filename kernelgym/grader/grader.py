@@ -233,7 +233,6 @@ class Grader:
                 outputs = load_tensors_untrusted(gdir / "outputs.pt", max_unpacked_bytes=self._max_output_bytes())
             except UntrustedFileError as e:
                 messages.append(f"outputs unreadable: {e}")
-        reference, builder = load_reference(self.task)
         ran_configs = check.get("configs")
         by_index = dict(enumerate(ran_configs)) if isinstance(ran_configs, list) else {}
         for i, cfg in enumerate(self.configs):
