@@ -223,3 +223,13 @@ _t.Thread(target=_flood, daemon=True).start()
     grader.start_worker()
     g = grader.grade(ws, seed=0)
     assert g.elapsed_s < 60 and g.score <= 120.0
+
+
+def test_pytorch_fallback_without_a_triton_launch_fails(grade):
+    # The Triton kernel is defined but never launched; PyTorch does the work.
+    src = BASELINE.replace('''    rmsnorm_kernel[(n_rows,)](''', '''    y = (x2.float() * torch.rsqrt(x2.float().pow(2).mean(-1, keepdim=True) + eps) * weight.float()).to(x.dtype)
+    return y.reshape(x.shape)
+    rmsnorm_kernel[(n_rows,)](''')
+    g = grade(src)
+    assert g.compiled and not g.correct and g.score == 20.0
+    assert "no Triton kernel" in "\n".join(g.stages[1].messages)

@@ -367,7 +367,8 @@ class Grader:
                 "baseline_directory": None if self.hardware.interpreter or not self.config.measure
                 else str(self.baseline_dir),
                 "warmup": self.config.warmup, "reps": self.config.reps, "rounds": self.config.rounds,
-                "input_sets": self.config.input_sets, "flush_bytes": self.hardware.flush_bytes}
+                "input_sets": self.config.input_sets, "flush_bytes": self.hardware.flush_bytes,
+                "require_triton_launch": self.task.spec.language == "triton"}
 
     def _run_harness(self, gdir: Path, seed: int) -> tuple[dict, dict | None]:
         """Run harness.py in mode ``grade`` on `gdir`: through the warm worker when one is up, else in a fresh

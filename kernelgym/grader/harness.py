@@ -61,14 +61,51 @@ def tb(limit=20):
     return "".join(traceback.format_exc(limit=limit))[-6000:]
 
 
+_launches = {"n": 0}
+
+
+def install_launch_counter(directory):
+    """Count launches of @triton.jit functions defined in files under `directory` (the candidate's), by wrapping
+    JITFunction.run and the interpreter's InterpretedFunction.run. Returns False where neither can be wrapped
+    (then nothing is required of the candidate)."""
+    classes = []
+    try:
+        from triton.runtime.jit import JITFunction
+        classes.append(JITFunction)
+    except ImportError:
+        pass
+    try:
+        from triton.runtime.interpreter import InterpretedFunction
+        classes.append(InterpretedFunction)
+    except ImportError:
+        pass
+    for cls in classes:
+        def run(self, *args, _orig=cls.run, **kwargs):
+            code = getattr(getattr(self, "fn", None), "__code__", None)
+            if not kwargs.get("warmup") and code is not None and code.co_filename.startswith(directory):
+                _launches["n"] += 1
+            return _orig(self, *args, **kwargs)
+        cls.run = run
+    return bool(classes)
+
+
 def check(req, fn, builder, limit=None):
-    """Run `fn` once per config (the first `limit` configs); save outputs. Returns the result dict."""
+    """Run `fn` once per config (the first `limit` configs); save outputs. Returns the result dict.
+
+    For Triton tasks a config also fails when no Triton kernel from the candidate's files was launched: the
+    work was done some other way (a PyTorch fallback). A candidate that launches a token kernel and computes
+    with PyTorch still passes this check; it blocks the plain fallback only."""
     outputs, configs = {}, []
+    counting = req.get("require_triton_launch") and install_launch_counter(req["directory"])
     for i, cfg in enumerate(req["configs"][:limit]):
         entry = {"config": cfg, "ok": True, "error": None}
         try:
             args = builder(cfg, req["seed"] + i, req["device"])
+            _launches["n"] = 0
             out = fn(*args)
+            if counting and _launches["n"] == 0:
+                raise RuntimeError("no Triton kernel from the candidate's files was launched: the output was "
+                                   "computed some other way (a PyTorch fallback?)")
             if req["device"] != "cpu":
                 _synchronize()
             if not isinstance(out, torch.Tensor):
