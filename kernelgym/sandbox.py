@@ -178,6 +178,10 @@ class _Backend:
         self.workspace = Path(self.workspace).resolve()
         self.readonly = [Path(p).resolve() for p in self.readonly]  # bwrap needs absolute source paths
 
+    def _env(self, extra: dict[str, str] | None) -> dict[str, str]:
+        """The command's environment: `clean_env` plus this backend's and the call's variables."""
+        return clean_env(self.workspace, {**self.env, **(extra or {})})
+
 
 @dataclass
 class BubblewrapSandbox(_Backend):
@@ -241,7 +245,7 @@ class BubblewrapSandbox(_Backend):
             env: dict[str, str] | None = None) -> CommandResult:
         """Run `cmd` (a shell string, or an argv list) inside the sandbox."""
         argv = ["/bin/sh", "-c", cmd] if isinstance(cmd, str) else list(cmd)
-        full_env = clean_env(self.workspace, {**self.env, **(env or {})})
+        full_env = self._env(env)
         # bwrap itself starts with the clean environment, so nothing of the host's leaks in.
         return run_limited(self.argv(argv, cwd), env=full_env, cwd=self.workspace, limits=limits or self.limits,
                            gpu=self.gpu)
@@ -251,7 +255,7 @@ class BubblewrapSandbox(_Backend):
               env: dict[str, str] | None = None) -> subprocess.Popen:
         """Start a long-lived process in the sandbox with stdin/stdout pipes (text, line-buffered), in its own
         process group; stderr goes to stdout. The caller kills the group (`kill_group`)."""
-        full_env = clean_env(self.workspace, {**self.env, **(env or {})})
+        full_env = self._env(env)
         return _popen(self.argv(argv), full_env, self.workspace, limits or self.limits, self.gpu)
 
 
@@ -265,19 +269,21 @@ class UnsandboxedRunner(_Backend):
         warnings.warn("kernelgym: sandboxing is OFF (sandbox='none'): agent commands run unisolated, with network "
                       "access and your files reachable. Use only with trusted policies.", stacklevel=3)
 
+    def _env(self, extra: dict[str, str] | None) -> dict[str, str]:
+        # No private /tmp here: keep the Triton cache in the workspace.
+        return {**super()._env(extra), "TRITON_CACHE_DIR": str(self.workspace / ".triton-cache")}
+
     def run(self, cmd: str | list[str], *, cwd: Path | None = None, limits: Limits | None = None,
             env: dict[str, str] | None = None) -> CommandResult:
         """Run `cmd` (a shell string, or an argv list) in the workspace."""
         argv = ["/bin/sh", "-c", cmd] if isinstance(cmd, str) else list(cmd)
-        full_env = clean_env(self.workspace, {**self.env, **(env or {})})
-        full_env["TRITON_CACHE_DIR"] = str(self.workspace / ".triton-cache")
+        full_env = self._env(env)
         return run_limited(argv, env=full_env, cwd=cwd or self.workspace, limits=limits or self.limits, gpu=self.gpu)
 
     def popen(self, argv: list[str], *, limits: Limits | None = None,
               env: dict[str, str] | None = None) -> subprocess.Popen:
         """As `BubblewrapSandbox.popen`, unisolated."""
-        full_env = clean_env(self.workspace, {**self.env, **(env or {})})
-        full_env["TRITON_CACHE_DIR"] = str(self.workspace / ".triton-cache")
+        full_env = self._env(env)
         return _popen(argv, full_env, self.workspace, limits or self.limits, self.gpu)
 
 

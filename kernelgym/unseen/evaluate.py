@@ -82,7 +82,7 @@ def evaluate_unseen(task: Task, hardware: HardwareProfile, workspace: Path, conf
     where both are correct and time was measured; None on the interpreter), ``seen_speedup`` and
     ``speedup_gap`` (seen - unseen).
     """
-    base = dataclasses.replace(grader_config or GraderConfig())
+    base = grader_config or GraderConfig()
     original = _original_results(task, hardware, configs, Path(work_dir) / "original",
                                  dataclasses.replace(base, measure=False), seed)
     optimized = _grade_each(task, hardware, Path(workspace), configs, Path(work_dir) / "optimized",
