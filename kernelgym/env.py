@@ -110,8 +110,10 @@ class KernelArenaEnv(gym.Env):
         if getattr(self, "grader", None) is not None:
             self.grader.stop_worker()
         self.grader = Grader(self.task, self.hardware, self.episode_dir / "grading", self.grader_config)
+        # Drawn now so the warm worker can prepare this very grading while the agent works (worker.py).
+        self._grading_seed = int(self.np_random.integers(0, 2**31 - 1))
         if self.grader_config.warm_worker:
-            self.grader.start_worker()
+            self.grader.start_worker(seed=self._grading_seed)
         self.steps, self.start_time, self._done, self.grade = 0, time.monotonic(), False, None
         prompt = build_prompt(self.task, self.hardware, self.workspace, self.max_steps, self.max_wall_s)
         self._last_output = ""
@@ -189,8 +191,7 @@ class KernelArenaEnv(gym.Env):
         return f"edited {rel}: replaced {len(act.old)} characters with {len(act.new)}"
 
     def _grade(self) -> Grade:
-        seed = int(self.np_random.integers(0, 2**31 - 1))
-        return self.grader.grade(self.workspace, seed=seed)
+        return self.grader.grade(self.workspace, seed=self._grading_seed)
 
     def _info(self, kind: str, error: str, grade: Grade | None) -> dict[str, Any]:
         return {"task": self.task.env_id, "hardware": self.hardware.id, "step": getattr(self, "steps", 0),

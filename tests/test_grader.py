@@ -220,7 +220,7 @@ _t.Thread(target=_flood, daemon=True).start()
         shutil.copy(TASK.root / rel, ws / rel)
     (ws / "kernel.py").write_text(src)
     grader = Grader(TASK, detect_profile("cpu-interpreter"), tmp_path / "grading", GraderConfig(timeout_s=20.0))
-    grader.start_worker()
+    grader.start_worker(seed=0)  # the prepared path, as the env uses it
     g = grader.grade(ws, seed=0)
     assert g.elapsed_s < 60 and g.score <= 120.0
 
@@ -233,3 +233,25 @@ def test_pytorch_fallback_without_a_triton_launch_fails(grade):
     g = grade(src)
     assert g.compiled and not g.correct and g.score == 20.0
     assert "no Triton kernel" in "\n".join(g.stages[1].messages)
+
+
+@pytest.mark.timeout(300)
+def test_prepared_grading_matches_a_cold_one(tmp_path, require_bwrap):
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    for rel in TASK.public_files():
+        shutil.copy(TASK.root / rel, ws / rel)
+    hw = detect_profile("cpu-interpreter")
+    cold = Grader(TASK, hw, tmp_path / "cold", GraderConfig(warm_worker=False)).grade(ws, seed=11)
+    grader = Grader(TASK, hw, tmp_path / "warm")
+    grader.start_worker(seed=11)
+    prepared_dir = grader._prepared[0]
+    warm = grader.grade(ws, seed=11)
+    assert "[harness] prepared" in (prepared_dir / "harness.log").read_text()
+    assert (prepared_dir / "kernel.py").read_text() == (ws / "kernel.py").read_text()  # graded where prepared
+    assert warm.score == cold.score == 120.0
+    assert [c["max_abs_err"] for c in warm.configs] == [c["max_abs_err"] for c in cold.configs]
+    # Prepared for another seed: still graded, on the seed asked for.
+    grader.start_worker(seed=12)
+    other = grader.grade(ws, seed=11)
+    assert [c["max_abs_err"] for c in other.configs] == [c["max_abs_err"] for c in cold.configs]

@@ -154,7 +154,7 @@ def test_stored_configs_are_not_the_public_default_seed():
 
 def test_candidate_gets_a_fresh_sandbox_per_unseen_config(tmp_path, require_bwrap, monkeypatch):
     started = []
-    monkeypatch.setattr(Grader, "start_worker", lambda self: started.append(self.work_dir.name))
+    monkeypatch.setattr(Grader, "start_worker", lambda self, seed=None: started.append(self.work_dir.name))
     configs, _ = unseen_configs(TASK, HW, seed=0)
     evaluate_unseen(TASK, HW, _workspace(tmp_path, TASK.root / "kernel.py"), configs[:2], tmp_path / "u", seed=0)
     assert started == ["original"]  # only the pristine original shares a warm worker

@@ -24,6 +24,7 @@ from typing import Any
 from kernelgym.grader.compare import compare_outputs
 from kernelgym.grader.reference import load_reference
 from kernelgym.grader.score import arena_score
+from kernelgym.grader.timing_stats import TimingError, summarize
 from kernelgym.grader.untrusted import UntrustedFileError, load_json_untrusted, load_tensors_untrusted, read_untrusted
 from kernelgym.grader.worker import GraderWorker
 from kernelgym.roofline import achieved, evaluate
@@ -34,6 +35,7 @@ from kernelgym.task import Task
 
 HARNESS = Path(__file__).resolve().parent / "harness.py"
 IMPORTED_MARKER = "[harness] candidate imported"  # printed by harness.py once the candidate module imported
+PREPARED_MARKER = "[harness] prepared"  # printed by harness.py before it reads the candidate
 NOT_MEASURED_ON_INTERPRETER = "not measured on the CPU interpreter (Triton interpreter timings mean nothing)"
 
 
@@ -44,7 +46,7 @@ class GraderConfig:
     warmup: int = 10
     """Untimed calls before timing, per config."""
     reps: int = 100
-    """Timed calls per config; the median is reported."""
+    """Timed calls per kernel and config; their interquartile mean is reported (timing_stats.py)."""
     rounds: int = 10
     """Rounds in which baseline and candidate alternate; the spread of per-round speedups is the noise band."""
     input_sets: int = 4
@@ -73,7 +75,7 @@ class Grade:
     """The whole grade of one kernel; `to_dict()` goes into `info["grade"]`.
 
     `configs` holds one dict per seen config: config, correct, max_abs_err, error, and where measured
-    baseline_ms, candidate_ms (medians, ms) and speedup. `speedup` is the arithmetic mean of per-config
+    baseline_ms, candidate_ms (interquartile means of the timed runs, ms), speedup and noise_band. `speedup` is the arithmetic mean of per-config
     ratios (as the arena reports); `speedup_geomean` the geometric mean.
     """
 
@@ -86,6 +88,10 @@ class Grade:
     speedup_geomean: float | None
     score: float
     elapsed_s: float
+    """Submit to grade, s (with a prepared worker: the candidate's part only)."""
+    phases_s: dict[str, float] = field(default_factory=dict)
+    """Where `elapsed_s` went: ``harness`` (the candidate's process: import, check, timing) and ``compare``
+    (the parent's checks of its outputs against the reference)."""
 
     @property
     def compiled(self) -> bool:
@@ -121,6 +127,19 @@ def verify_seed(seed: int, index: int) -> int:
 def copy_candidate(task: Task, workspace: Path, dest: Path) -> list[str]:
     """Build a grading directory: the editable files from `workspace`, every other public file pristine
     from the task. Returns problems (empty when fine); a symlink or a missing editable file is one."""
+    copy_public(task, dest)
+    return copy_editable(task, workspace, dest)
+
+
+def copy_public(task: Task, dest: Path) -> None:
+    """Copy the task's public files that are not editable, pristine, into `dest` (the input builder among them)."""
+    for rel in task.public_files():
+        if str(rel) not in task.spec.editable_files:
+            _write_new(dest / rel, (task.root / rel).read_bytes())
+
+
+def copy_editable(task: Task, workspace: Path, dest: Path) -> list[str]:
+    """Copy the editable files from `workspace` into `dest`. Returns problems (a symlink or a missing file)."""
     problems = []
     for rel in task.spec.editable_files:
         src = workspace / rel
@@ -130,9 +149,6 @@ def copy_candidate(task: Task, workspace: Path, dest: Path) -> list[str]:
                             f"it must be a regular file")
             continue
         _write_new(dest / rel, src.read_bytes())
-    for rel in task.public_files():
-        if str(rel) not in task.spec.editable_files:
-            _write_new(dest / rel, (task.root / rel).read_bytes())
     return problems
 
 
@@ -169,17 +185,21 @@ class Grader:
             copy_candidate(task, task.root, self.baseline_dir)
         self.worker: GraderWorker | None = None
 
-    def start_worker(self) -> None:
-        """Start a warm worker (see worker.py) for the next grading; it warms up while the agent works."""
+    def start_worker(self, seed: int | None = None) -> None:
+        """Start a warm worker (see worker.py). With `seed`, also prepare the grading of that seed while the agent
+        works: the next `grade(workspace, seed)` then only imports and runs the candidate (harness.prepare: CUDA
+        start, inputs, the baseline's compilation and graphs; here: the reference outputs)."""
         self.stop_worker()
-        warm = self._fresh_dir("warmup")
-        copy_candidate(self.task, self.task.root, warm)
-        request = self._request(warm, seed=0)
-        request["mode"] = "check"
-        (warm / "request.json").write_text(json.dumps(request))
         self.worker = GraderWorker(self.work_dir, [self.baseline_dir], self.config.sandbox,
-                                   gpu=not self.hardware.interpreter, env=self._harness_env(),
-                                   warmup_request=warm / "request.json")
+                                   gpu=not self.hardware.interpreter, env=self._harness_env())
+        self._prepared = None
+        if seed is not None:
+            gdir = self._fresh_dir("grade")
+            copy_public(self.task, gdir)
+            _write_new(gdir / "request.json", json.dumps(self._request(gdir, seed)).encode())
+            self.worker.prepare(gdir / "request.json")
+            self._start_references(seed)
+            self._prepared = (gdir, seed)
 
     def stop_worker(self) -> None:
         """Kill the warm worker, if any (and with it any grading it is running)."""
@@ -191,12 +211,21 @@ class Grader:
     def grade(self, workspace: Path, seed: int) -> Grade:
         """Grade the editable files in `workspace`. Never raises for a bad kernel: failures are stages."""
         start = time.monotonic()
-        gdir = self._fresh_dir("grade")
-        problems = copy_candidate(self.task, Path(workspace).resolve(), gdir)
+        prepared, self._prepared = getattr(self, "_prepared", None), None
+        if prepared is not None and prepared[1] == seed and self.worker is not None and self.worker.alive():
+            gdir = prepared[0]  # prepared by start_worker: public files, request, references under way
+        else:
+            if prepared is not None:
+                self.stop_worker()  # prepared for another seed: of no use
+            gdir = self._fresh_dir("grade")
+            copy_public(self.task, gdir)
+            _write_new(gdir / "request.json", json.dumps(self._request(gdir, seed)).encode())
+            self._start_references(seed)  # computed in the background while the candidate runs
+        problems = copy_editable(self.task, Path(workspace).resolve(), gdir)
         self.launch_notes = [n for rel in self.task.spec.editable_files if (gdir / rel).is_file()
                              for n in unsupported_launch_options((gdir / rel).read_text(errors="replace"), self.hardware)]
-        self._start_references(seed)  # computed in the background while the candidate runs
         check, timed = (None, None) if problems else self._run_harness(gdir, seed)
+        harness_done = time.monotonic()
         compile_stage = self.compile(problems, check)
         correct_stage, per_config = Stage("correctness", None), [{"config": c} for c in self.configs]
         perf_stage, speedups = Stage("performance", None), None
@@ -212,7 +241,8 @@ class Grader:
         score = arena_score(bool(compile_stage.passed), bool(correct_stage.passed), mean)
         return Grade(task=self.task.env_id, hardware=self.hardware.id, interpreter=self.hardware.interpreter,
                      stages=[compile_stage, correct_stage, perf_stage], configs=per_config, speedup=mean,
-                     speedup_geomean=geo, score=score, elapsed_s=time.monotonic() - start)
+                     speedup_geomean=geo, score=score, elapsed_s=time.monotonic() - start,
+                     phases_s={"harness": harness_done - start, "compare": time.monotonic() - harness_done})
 
     def compile(self, problems: list[str], check: dict) -> Stage:
         """Compile gate: the files are in place, the module imports, and every Triton kernel compiles."""
@@ -260,7 +290,8 @@ class Grader:
     def measure_performance(self, gdir: Path, rows: list[dict], res: dict | None,
                             seed: int) -> tuple[Stage, list[float] | None, bool]:
         """Performance: baseline and candidate timed in one process, interleaved in rounds (harness.py);
-        speedup = baseline median / candidate median per config.
+        speedup = baseline time / candidate time per config, each the interquartile mean of its runs
+        (timing_stats.py).
 
         Returns (stage, per-config speedups or None, timed outputs correct). Speedup is withheld when a
         config's achieved bandwidth or FLOP rate is above the hardware profile's peak (a measurement error).
@@ -281,29 +312,22 @@ class Grader:
             return Stage("performance", False, ["timing result malformed"]), None, True
         for i, (row, t) in enumerate(zip(rows, timed)):
             cfg = row["config"]
-            try:  # reported by the candidate's process: every number must be a finite, positive float
-                nums = [float(t["candidate_ms"]), float(t["baseline_ms"]), *map(float, t["round_speedups"])]
-                ok_times = t["ok"] is True and all(math.isfinite(x) and x > 0 for x in nums) and len(nums) > 2
-                t["candidate_ms"], t["baseline_ms"] = nums[0], nums[1]
-                t["round_speedups"] = nums[2:]
-                t["candidate_mode"], t["baseline_mode"] = str(t.get("candidate_mode")), str(t.get("baseline_mode"))
-            except (KeyError, TypeError, ValueError, OverflowError):
-                ok_times = False
-            if not ok_times:
-                return Stage("performance", False, [f"{cfg}: timing failed: {t.get('error')}"]), None, True
+            try:  # reported by the candidate's process: checked and summarized here
+                if t.get("ok") is not True:
+                    raise TimingError(str(t.get("error")))
+                stats = summarize(t.get("baseline_runs_ms"), t.get("candidate_runs_ms"), self.config.rounds)
+            except TimingError as e:
+                return Stage("performance", False, [f"{cfg}: timing failed: {e}"]), None, True
             ok, msg, _ = compare_outputs(outputs.get(str(i)), self._reference(cfg, verify_seed(seed, i)), cfg,
                                          spec.tolerance[cfg["dtype"]])
             if not ok:
                 # Blocks kernels that are honest while checked and cheap while timed.
                 row.update(correct=False, error=f"output of the timed path is wrong: {msg}")
                 return Stage("performance", False, [f"{cfg}: output of the timed path is wrong: {msg}"]), None, False
-            ratios = sorted(t["round_speedups"])
-            row.update(baseline_ms=t["baseline_ms"], candidate_ms=t["candidate_ms"],
-                       speedup=t["baseline_ms"] / t["candidate_ms"], noise_band=[ratios[0], ratios[-1]],
-                       timing_mode=t["candidate_mode"], baseline_timing_mode=t["baseline_mode"])
+            row.update(stats, timing_mode=str(t.get("candidate_mode")), baseline_timing_mode=str(t.get("baseline_mode")))
             if spec.roofline:
                 gbps, tflops = achieved(evaluate(spec.roofline.bytes, cfg), evaluate(spec.roofline.flops, cfg),
-                                        t["candidate_ms"])
+                                        row["candidate_ms"])
                 peak_tflops = self.hardware.peak_tflops.get(cfg.get("dtype", "fp32"), 0) or max(
                     self.hardware.peak_tflops.values(), default=0)
                 row.update(achieved_gbps=gbps, achieved_tflops=tflops,
@@ -375,7 +399,6 @@ class Grader:
         sandboxed process. Returns (check result, timing result or None); failures are results, not raises."""
         request = self._request(gdir, seed)
         check_path, time_path = Path(request["result"]), Path(request["time_result"])
-        _write_new(gdir / "request.json", json.dumps(request).encode())
         timed_out, output = False, None
         if self.worker is not None and self.worker.alive():
             code, timed_out = self.worker.request(gdir / "request.json", self.config.timeout_s)
@@ -385,8 +408,8 @@ class Grader:
                 output = read_untrusted(gdir / "harness.log", 1 << 20).decode(errors="replace")
             except UntrustedFileError:
                 output = ""
-            if code is None and not timed_out:
-                output = None  # the worker itself was gone: fall back to a fresh process
+            if not timed_out and (code is None or PREPARED_MARKER not in output):
+                output = None  # the worker, or its preparation, failed before the candidate ran: use a fresh process
         if output is None:
             sandbox = make_sandbox(self.config.sandbox, gdir, readonly=[HARNESS, self.baseline_dir],
                                    gpu=not self.hardware.interpreter, env=self._harness_env(), drop_caps=True)

@@ -1,7 +1,7 @@
 """Runs a candidate kernel in its own process, inside the sandbox. Standalone: imports no kernelgym.
 
     python harness.py request.json      # serve one request, then exit
-    python harness.py --serve           # warm worker: one forked child per request path read from stdin
+    python harness.py --serve           # warm worker: one forked child per request (see `serve`)
 
 The request (JSON) names the kernel's entry point and the input builder (``file.py:function``, relative
 to the grading directory), the configs, a seed, the device, and what to do:
@@ -11,7 +11,12 @@ to the grading directory), the configs, a seed, the device, and what to do:
   nothing here decides correctness, so patching this process cannot pass a wrong kernel.
 - ``time``: per config, time the pristine baseline and the candidate interleaved in rounds (see
   `time_pair`), and save the candidate's output of one more call made the way it was timed, which the
-  parent checks: a kernel honest while checked and cheap while timed fails.
+  parent checks: a kernel honest while checked and cheap while timed fails. Every timed run's time is
+  reported; the parent computes the statistics.
+
+Everything that needs no candidate code (CUDA start, inputs, the baseline's compilation and graphs) is done
+by `prepare`, before the candidate is imported; `finish` then imports the candidate and runs it. The warm
+worker prepares a grading while the agent is still working, so submit-to-reward pays only for `finish`.
 
 The result is written as JSON to the request's ``result`` path. Stage failures are reported, not raised.
 Timing runs in the same process as the candidate and can, in principle, be tampered with by it: the
@@ -20,8 +25,8 @@ timer's functions are bound before the candidate is imported, and the parent san
 import importlib.util
 import json
 import os
-import statistics
 import sys
+import time
 import traceback
 
 import torch
@@ -40,6 +45,7 @@ _copy = torch.Tensor.copy_
 
 
 IMPORTED_MARKER = "[harness] candidate imported"
+PREPARED_MARKER = "[harness] prepared"
 
 
 def load(ref, directory, name):
@@ -89,18 +95,20 @@ def install_launch_counter(directory):
     return bool(classes)
 
 
-def check(req, fn, builder, limit=None):
-    """Run `fn` once per config (the first `limit` configs); save outputs. Returns the result dict.
+def check(req, fn, inputs):
+    """Run `fn` once per config on its prepared inputs (an error string where building them failed); save the
+    outputs. Returns the result dict.
 
     For Triton tasks a config also fails when no Triton kernel from the candidate's files was launched: the
     work was done some other way (a PyTorch fallback). A candidate that launches a token kernel and computes
     with PyTorch still passes this check; it blocks the plain fallback only."""
     outputs, configs = {}, []
     counting = req.get("require_triton_launch") and install_launch_counter(req["directory"])
-    for i, cfg in enumerate(req["configs"][:limit]):
+    for i, (cfg, args) in enumerate(zip(req["configs"], inputs)):
         entry = {"config": cfg, "ok": True, "error": None}
         try:
-            args = builder(cfg, req["seed"] + i, req["device"])
+            if isinstance(args, str):
+                raise RuntimeError("the task's input builder failed: " + args)
             _launches["n"] = 0
             out = fn(*args)
             if counting and _launches["n"] == 0:
@@ -142,15 +150,18 @@ def _tensors(args):
 
 
 class Timed:
-    """One kernel prepared for timing on one config: static input buffers, a pool of fresh input values,
-    and a CUDA graph of one call where capture works (else eager calls, timed with a device-wide
-    synchronize before the end mark so work on any stream counts)."""
+    """One kernel prepared for timing on one config: its static input buffers (`static_args`, shared by the
+    baseline and the candidate so both read the same addresses), and a CUDA graph of one call where capture
+    works (else eager calls, timed with a device-wide synchronize before the end mark so work on any stream
+    counts). Graphs captured into the same memory `pool` after the other kernel's output was released get
+    the same output addresses, too: nothing about where the data lives differs between the two."""
 
-    def __init__(self, fn, static_args, warmup):
+    def __init__(self, fn, static_args, warmup, pool=None):
         self.fn, self.args = fn, static_args
         for _ in range(warmup):  # compilation, JIT and autotuning happen here, before any timing
             self.out = fn(*static_args)
         _synchronize()
+        self.out = None
         self.graph, self.mode = None, "events+sync"
         try:
             side = torch.cuda.Stream()
@@ -160,7 +171,7 @@ class Timed:
             torch.cuda.current_stream().wait_stream(side)
             _synchronize()
             graph = _CUDAGraph()
-            with torch.cuda.graph(graph):
+            with torch.cuda.graph(graph, pool=pool):
                 self.out = fn(*static_args)
             _synchronize()
             for _ in range(3):  # the first replays upload the graph; keep them out of the timed runs
@@ -185,10 +196,10 @@ def time_pair(base, cand, pool, flush, reps, rounds, reset_l2):
     """Interleave baseline and candidate in `rounds` rounds (order alternating), reps/rounds timed runs each.
 
     Before each timed run, outside the timed window: fresh input values copied in, the cache flushed
-    (a read of `flush_bytes`, which leaves clean lines), so neither kernel reads a warm L2. Returns per-run times in ms."""
+    (a read of `flush_bytes`, which leaves clean lines), so neither kernel reads a warm L2. Returns the
+    per-run times in ms, in round order, for each of "baseline" and "candidate"."""
     per_round = max(reps // rounds, 1)
     times = {"baseline": [], "candidate": []}
-    round_medians = {"baseline": [], "candidate": []}
     k = 1  # pool[0] (the verification inputs) comes last in each cycle, never right before verification
     for r in range(rounds):
         if reset_l2 is not None:
@@ -211,31 +222,61 @@ def time_pair(base, cand, pool, flush, reps, rounds, reset_l2):
                     _synchronize()  # device-wide: work on a side stream is counted
                 _record(ends[j])
             _synchronize()
-            ts = [_elapsed(s, e) for s, e in zip(starts, ends)]
-            times[who] += ts
-            round_medians[who].append(statistics.median(ts))
-    return times, round_medians
+            times[who] += [_elapsed(s, e) for s, e in zip(starts, ends)]
+    return times
 
 
-def prepare_baseline(req, builder, base_fn):
-    """Input pools and the baseline's prepared timing (graph) for every config, plus the flush buffer."""
-    flush = torch.ones(req["flush_bytes"] // 4, dtype=torch.int32, device="cuda") if req.get("flush_bytes") else None
-    reset_l2 = _persisting_l2_reset()
-    prepared = []
-    # Baseline graphs are captured before the candidate module is imported (see main), so code the
-    # candidate runs at import cannot reach the baseline's launches.
+class Prepared:
+    """What `prepare` made before the candidate is imported: the input builder, the check inputs per config,
+    and for timing the flush buffer, the persisting-L2 reset and per config (config, input pool, static
+    arguments, the baseline's `Timed` or the error that stopped it)."""
+
+    def __init__(self, builder, check_inputs, timing=None, flush=None, reset_l2=None, graph_pool=None):
+        self.builder, self.check_inputs, self.timing = builder, check_inputs, timing
+        self.flush, self.reset_l2, self.graph_pool = flush, reset_l2, graph_pool
+
+
+def prepare(req):
+    """Everything that runs no candidate code: CUDA start, the check inputs (seed + i, as the parent builds
+    them), and where the request times, the baseline's compilation, input pools and graphs. Returns `Prepared`."""
+    builder = load(req["input_builder"], req["directory"], "kernelgym_inputs")
+    n = 1 if req["mode"] == "compile" else len(req["configs"])
+    check_inputs = []
+    for i, cfg in enumerate(req["configs"][:n]):
+        try:
+            check_inputs.append(builder(cfg, req["seed"] + i, req["device"]))
+        except Exception:  # noqa: BLE001 - reported per config
+            check_inputs.append(tb(8))
+    if req["device"] != "cpu":
+        _synchronize()
+    state = Prepared(builder, check_inputs)
+    if req["mode"] in ("time", "grade") and req.get("baseline_directory"):
+        prepare_baseline(req, state, load(req["entry_point"], req["baseline_directory"], "kernelgym_baseline"))
+    return state
+
+
+def prepare_baseline(req, state, base_fn):
+    """Input pools, shared static arguments and the baseline's prepared timing (graph) for every config, plus
+    the flush buffer. Baseline graphs are captured before the candidate module is imported, so code the
+    candidate runs at import cannot reach the baseline's launches."""
+    state.flush = torch.ones(req["flush_bytes"] // 4, dtype=torch.int32, device="cuda") if req.get("flush_bytes") else None
+    state.reset_l2 = _persisting_l2_reset()
+    state.graph_pool = torch.cuda.graph_pool_handle()
+    state.timing = []
     gen = torch.Generator(device="cuda").manual_seed(req["seed"])
     for i, cfg in enumerate(req["configs"]):
         # pool[0]: the verification inputs (seed + 1000 + i, built as the parent builds them); the other sets are
         # fresh values derived on the GPU (cheap), so consecutive timed runs never see the same contents.
-        verify = builder(cfg, req["seed"] + 1000 + i, "cuda")
-        pool = [verify] + [tuple(_perturb(a, gen) for a in verify) for _ in range(req.get("input_sets", 4) - 1)]
         try:
-            base = Timed(base_fn, tuple(_clone(a) for a in verify), req["warmup"])
-            prepared.append((cfg, pool, base))
+            verify = state.builder(cfg, req["seed"] + 1000 + i, "cuda")
+            pool = [verify] + [tuple(_perturb(a, gen) for a in verify) for _ in range(req.get("input_sets", 4) - 1)]
+            static = tuple(_clone(a) for a in verify)
+            base = Timed(base_fn, static, req["warmup"], state.graph_pool)
+            base.out = None  # releases the output block for the candidate's graph (same pool, same address)
+            state.timing.append((cfg, pool, static, base))
         except Exception:  # noqa: BLE001
-            prepared.append((cfg, pool, tb(8)))
-    return prepared, flush, reset_l2
+            state.timing.append((cfg, None, None, tb(8)))
+    _synchronize()
 
 
 def _clone(a):
@@ -249,18 +290,18 @@ def _perturb(a, gen):
     return _clone(a)
 
 
-def run_timing(req, prepared, flush, reset_l2, cand_fn, builder):
+def run_timing(req, state, cand_fn):
     """Time the candidate against the prepared baseline on every config; save its timed-path outputs."""
     results, outputs = [], {}
-    for i, (cfg, pool, base) in enumerate(prepared):
+    for i, (cfg, pool, static, base) in enumerate(state.timing):
         entry = {"config": cfg, "ok": False, "error": None}
         if isinstance(base, str):
             entry["error"] = "baseline failed: " + base
             results.append(entry)
             continue
         try:
-            cand = Timed(cand_fn, tuple(_clone(a) for a in pool[0]), req["warmup"])
-            times, rounds = time_pair(base, cand, pool, flush, req["reps"], req.get("rounds", 10), reset_l2)
+            cand = Timed(cand_fn, static, req["warmup"], state.graph_pool)
+            times = time_pair(base, cand, pool, state.flush, req["reps"], req.get("rounds", 10), state.reset_l2)
             # Verify the timed path: the verification inputs (not the last timed ones), poisoned output, one more
             # call made the same way as the timed ones.
             cand.refresh(pool[0])
@@ -269,16 +310,14 @@ def run_timing(req, prepared, flush, reset_l2, cand_fn, builder):
             cand.call()
             _synchronize()
             outputs[str(i)] = cand.out.detach().to("cpu").clone()
-            ratios = [b / c for b, c in zip(rounds["baseline"], rounds["candidate"]) if c > 0]
-            entry.update(ok=True, baseline_ms=statistics.median(times["baseline"]),
-                         candidate_ms=statistics.median(times["candidate"]), round_speedups=ratios,
-                         baseline_mode=base.mode, candidate_mode=cand.mode, runs=len(times["candidate"]))
+            entry.update(ok=True, baseline_runs_ms=times["baseline"], candidate_runs_ms=times["candidate"],
+                         baseline_mode=base.mode, candidate_mode=cand.mode)
         except Exception:  # noqa: BLE001
             entry["error"] = tb(8)
         results.append(entry)
     torch.save(outputs, req["timed_outputs"])
     return {"stage": "time", "ok": True, "error": None, "configs": results,
-            "persisting_l2_reset": reset_l2 is not None}
+            "persisting_l2_reset": state.reset_l2 is not None}
 
 
 def _write(path, obj):
@@ -286,37 +325,81 @@ def _write(path, obj):
         json.dump(obj, f)
 
 
-def main(path):
-    """Serve one request (see the module docstring). Modes: ``check`` (outputs on every config), ``compile``
-    (import and one config), ``time`` (timing only), ``grade`` (check, then timing when a baseline is given)."""
-    with open(path) as f:
-        req = json.load(f)
-    gdir, mode = req["directory"], req["mode"]
-    builder = load(req["input_builder"], gdir, "kernelgym_inputs")
-    timing = None
-    if mode in ("time", "grade") and req.get("baseline_directory"):
-        base_fn = load(req["entry_point"], req["baseline_directory"], "kernelgym_baseline")
-        timing = prepare_baseline(req, builder, base_fn)
+def _phase(name, since):
+    print(f"[harness] {name} {time.monotonic() - since:.3f} s", flush=True)
+    return time.monotonic()
+
+
+def finish(req, state):
+    """Import the candidate and run the request's stages on the prepared state (see the module docstring).
+    Modes: ``check`` (outputs on every config), ``compile`` (import and one config), ``time`` (timing only),
+    ``grade`` (check, then timing when a baseline is given)."""
+    t = time.monotonic()
     try:
-        sys.path.insert(0, gdir)  # the candidate may import its own helper files
-        fn = load(req["entry_point"], gdir, "kernelgym_candidate")
+        sys.path.insert(0, req["directory"])  # the candidate may import its own helper files
+        fn = load(req["entry_point"], req["directory"], "kernelgym_candidate")
         print(IMPORTED_MARKER, flush=True)
     except Exception:  # noqa: BLE001 - import failure of the candidate = compile gate failure
         _write(req["result"], {"stage": "compile", "ok": False, "error": tb(), "configs": []})
         return
-    if mode in ("check", "compile", "grade"):
-        res = check(req, fn, builder, limit=1 if mode == "compile" else None)
+    t = _phase("import", t)
+    if req["mode"] in ("check", "compile", "grade"):
+        res = check(req, fn, state.check_inputs)
         _write(req["result"], res)
+        t = _phase("check", t)
         if res["stage"] == "compile" or not all(c["ok"] for c in res["configs"]):
             return  # no timing for a kernel that already failed
-    if timing is not None:
-        _write(req["time_result"], run_timing(req, *timing, fn, builder))
+    if state.timing is not None:
+        _write(req["time_result"], run_timing(req, state, fn))
+        _phase("time", t)
+
+
+def main(path, go_fd=None):
+    """Serve the request at `path`: `prepare`, then (after a line on `go_fd`, when given) `finish`."""
+    with open(path) as f:
+        req = json.load(f)
+    t = time.monotonic()
+    state = prepare(req)
+    _phase("prepare", t)
+    print(PREPARED_MARKER, flush=True)
+    if go_fd is not None:
+        go = os.read(go_fd, 16)
+        os.close(go_fd)  # before any candidate code runs
+        if not go.startswith(b"go"):
+            return  # the worker went away
+    finish(req, state)
+
+
+def _child(path, go_fd, close_fds):
+    """In a forked child of the worker: log to ``harness.log`` beside the request, let go of the worker's pipes
+    (before any candidate code runs), serve `path`, and exit."""
+    code = 1
+    try:
+        for fd in close_fds:
+            os.close(fd)
+        log = os.open(os.path.join(os.path.dirname(path), "harness.log"), os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
+        os.dup2(log, 1)
+        os.dup2(log, 2)
+        os.dup2(os.open(os.devnull, os.O_RDONLY), 0)
+        main(path, go_fd)
+        code = 0
+    except BaseException:  # noqa: BLE001
+        traceback.print_exc()
+    finally:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
 
 
 def serve():
-    """Warm worker: torch and triton imported, CUDA not started. For each request path read from stdin, fork a
-    child that serves it (and starts CUDA itself), wait, and answer ``done <exit code>``. The child closes the
-    worker's pipes before any candidate code runs; it logs to ``harness.log`` beside the request."""
+    """Warm worker: torch and triton imported, CUDA not started. Reads commands from stdin, one per line:
+
+    - ``prepare PATH``: fork a child that runs `prepare` for the request at PATH (CUDA start, inputs, the
+      baseline's graphs), then waits;
+    - ``run PATH``: let the child prepared for PATH go on (or fork one that does both), wait for it, and answer
+      ``done <exit code> PATH``.
+
+    Each child starts CUDA itself (CUDA does not survive a fork) and logs to ``harness.log`` beside its request."""
     import ctypes
 
     import triton  # noqa: F401 - imported once here, so each grading skips it
@@ -325,26 +408,28 @@ def serve():
     # /proc/<pid>/mem to change how later requests are served.
     PR_SET_DUMPABLE = 4
     ctypes.CDLL(None).prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)
+    waiting = {}  # request path -> (pid of its prepared child, write end of its go pipe)
     for line in sys.stdin:
-        path = line.strip()
-        if not path:
+        command, _, path = line.strip().partition(" ")
+        if command not in ("prepare", "run") or not path:
             continue
-        pid = os.fork()
-        if pid == 0:
-            code = 1
+        if command == "run" and path in waiting:
+            pid, go = waiting.pop(path)
             try:
-                log = os.open(os.path.join(os.path.dirname(path), "harness.log"), os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
-                os.dup2(log, 1)
-                os.dup2(log, 2)
-                os.dup2(os.open(os.devnull, os.O_RDONLY), 0)
-                main(path)
-                code = 0
-            except BaseException:  # noqa: BLE001
-                traceback.print_exc()
-            finally:
-                sys.stdout.flush()
-                sys.stderr.flush()
-                os._exit(code)
+                os.write(go, b"go\n")
+            except OSError:
+                pass
+            os.close(go)
+        else:
+            read_end, go = os.pipe() if command == "prepare" else (None, None)
+            pid = os.fork()
+            if pid == 0:
+                others = [w for _, w in waiting.values()] + ([go] if go is not None else [])
+                _child(path, read_end, others)
+            if command == "prepare":
+                os.close(read_end)
+                waiting[path] = (pid, go)
+                continue
         _, status = os.waitpid(pid, 0)
         print(f"done {os.waitstatus_to_exitcode(status)} {path}", flush=True)
 

@@ -1,9 +1,9 @@
 """A warm grading worker: `harness.py --serve` in the sandbox, started when an episode starts.
 
-It imports torch and triton (without starting CUDA) while the agent works, then forks one child per grading,
-so submit-to-reward skips the interpreter start and the imports while the candidate still runs in a process
-of its own. One worker serves one episode and is stopped after its grading: anything a candidate does to the
-worker cannot reach another grading.
+It imports torch and triton (without starting CUDA) while the agent works and can prepare the episode's grading
+in a forked child (CUDA start, inputs, the baseline's graphs), so submit-to-reward pays only for importing and
+running the candidate, which still runs in a process of its own. One worker serves one episode and is stopped
+after its grading: anything a candidate does to the worker cannot reach another grading.
 """
 from __future__ import annotations
 
@@ -28,31 +28,32 @@ class GraderWorker:
         sandbox: backend name ('bwrap' or 'none'). gpu: pass the GPU in. env: extra variables.
     """
 
-    def __init__(self, root: Path, readonly: list[Path], sandbox: str, gpu: bool, env: dict[str, str],
-                 warmup_request: Path | None = None):
+    def __init__(self, root: Path, readonly: list[Path], sandbox: str, gpu: bool, env: dict[str, str]):
         box = make_sandbox(sandbox, root, readonly=[HARNESS, *readonly], gpu=gpu,
                            # NVML-based availability check: the worker must not start CUDA before it forks.
                            env={**env, "PYTORCH_NVML_BASED_CUDA_CHECK": "1"}, drop_caps=True)
         self.proc = box.popen([sys.executable, str(HARNESS), "--serve"], limits=Limits(timeout_s=24 * 3600))
-        if warmup_request is not None:
-            # Served first, while the agent works: the baseline runs once, so its Triton kernels are compiled
-            # into the worker's private cache before the real grading asks for them.
-            self.proc.stdin.write(f"{warmup_request}\n")
+
+    def _send(self, line: str) -> bool:
+        try:
+            self.proc.stdin.write(line + "\n")
             self.proc.stdin.flush()
+            return True
+        except (BrokenPipeError, OSError):
+            return False
+
+    def prepare(self, request_path: Path) -> None:
+        """Have a child prepare the request at `request_path` now (no candidate code runs); `request` runs it."""
+        self._send(f"prepare {request_path}")
 
     def alive(self) -> bool:
         """Whether the worker process is still running."""
         return self.proc.poll() is None
 
     def request(self, request_path: Path, timeout_s: float) -> tuple[int | None, bool]:
-        """Serve one request. Returns (child exit code or None, timed_out). On a timeout the worker is killed
-        (and with it the child)."""
-        if not self.alive():
-            return None, False
-        try:
-            self.proc.stdin.write(f"{request_path}\n")
-            self.proc.stdin.flush()
-        except (BrokenPipeError, OSError):
+        """Serve one request (prepared or not). Returns (child exit code or None, timed_out). On a timeout the
+        worker is killed (and with it the child)."""
+        if not self.alive() or not self._send(f"run {request_path}"):
             return None, False
         # Read raw bytes with the deadline checked on every chunk and the buffer capped: a candidate can reach
         # the worker's stdout through bwrap's pid 1 (/proc/1/fd/1) and write forever without a newline.

@@ -1,0 +1,59 @@
+"""Statistics of timed runs, computed in the trusted parent from every run the harness reported.
+
+The centre of a set of runs is the interquartile mean (the mean of the middle half), not the median: it is as
+robust to outliers (a preempted run, a clock change) but not bound to the timer's tick. CUDA event times come
+in multiples of about 16-32 ns (measured on the H200: benchmarks/results/README.md), which is 0.3-0.7% of a
+5 µs kernel, so two medians of the same kernel differ by whole ticks; the mean of 50 middle values does not.
+"""
+from __future__ import annotations
+
+import math
+import statistics
+
+
+class TimingError(ValueError):
+    """The reported runs are malformed: not lists of finite positive numbers, of equal length, one per round."""
+
+
+def interquartile_mean(values: list[float]) -> float:
+    """Mean of the values between the 25th and 75th percentile (ranks n//4 to n - n//4); one value: itself."""
+    xs = sorted(values)
+    q = len(xs) // 4
+    return statistics.fmean(xs[q:len(xs) - q])
+
+
+def _runs(values, name: str) -> list[float]:
+    if not isinstance(values, list) or not values:
+        raise TimingError(f"{name}: expected a non-empty list of times")
+    try:
+        xs = [float(v) for v in values]
+    except (TypeError, ValueError, OverflowError):
+        raise TimingError(f"{name}: not numbers") from None
+    if not all(math.isfinite(x) and x > 0 for x in xs):
+        raise TimingError(f"{name}: every time must be finite and positive")
+    return xs
+
+
+def summarize(baseline_runs, candidate_runs, rounds: int) -> dict:
+    """Speedup of the candidate over the baseline from their timed runs (ms, in round order).
+
+    Args:
+        baseline_runs, candidate_runs: one time per timed run (ms), equally many, `rounds` equal rounds in order.
+        rounds: how many rounds the runs were taken in (baseline and candidate alternate between rounds).
+
+    Returns:
+        ``baseline_ms``, ``candidate_ms`` (interquartile means, ms), ``speedup`` (their ratio),
+        ``noise_band`` ([min, max] of the per-round speedups), ``runs`` (runs per kernel).
+
+    Raises:
+        TimingError: the runs are malformed (the candidate's process reports them; treat as a failed timing).
+    """
+    base, cand = _runs(baseline_runs, "baseline runs"), _runs(candidate_runs, "candidate runs")
+    if len(base) != len(cand) or rounds < 1 or len(base) % rounds:
+        raise TimingError(f"{len(base)} baseline and {len(cand)} candidate runs do not make {rounds} equal rounds")
+    per = len(base) // rounds
+    ratios = sorted(interquartile_mean(base[i:i + per]) / interquartile_mean(cand[i:i + per])
+                    for i in range(0, len(base), per))
+    b, c = interquartile_mean(base), interquartile_mean(cand)
+    return {"baseline_ms": b, "candidate_ms": c, "speedup": b / c, "noise_band": [ratios[0], ratios[-1]],
+            "runs": len(cand)}
