@@ -1,18 +1,23 @@
-# Issue 3 on the H200: sandbox tests, the profile action, and benchmarks (a), (b), (c). Output to $OUT.
+# Issue 3 on the H200: sandbox tests, an env episode (prepared grading, profile action), the timing-bias
+# experiment and benchmarks (a), (b), (c). Output to $OUT. ONLY picks benchmarks (default abc); BIAS=0 skips
+# the bias experiment; N sets (a)'s gradings.
 source benchmarks/gpu_setup.sh
 OUT=${OUT:-/tmp/out}; mkdir -p $OUT
 {
 date -u; nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,temperature.gpu --format=csv
-python3 -m pytest -q tests/test_sandbox.py 2>&1 | tail -2
+python3 -m pytest -q -p no:cacheprovider tests/test_sandbox.py 2>&1 | tail -2
 python3 - <<'PY'
-import kernelgym
+import time
 from kernelgym.env import KernelArenaEnv
 e = KernelArenaEnv(run_dir="/tmp/kgp")
 e.reset(seed=0)
-print(e.step({"kind": "profile", "config": 4})[0]["output"][-3500:])
+print(e.step({"kind": "profile", "config": 4})[0]["output"][-1500:])
+time.sleep(5)  # the agent's turn
 o, r, *_ , info = e.step({"kind": "submit"})
-print("baseline submit via env:", r, info["grade"]["elapsed_s"])
+g = info["grade"]
+print("baseline submit via env:", r, "elapsed", round(g["elapsed_s"], 2), g["phases_s"], [c["speedup"] for c in g["configs"]])
 e.close()
 PY
+[ "${BIAS:-1}" = 1 ] && python3 benchmarks/timing_bias.py --n ${BIAS_N:-10} --out $OUT/timing_bias.json
 python3 benchmarks/grading.py --n ${N:-20} --latency-n 3 --only ${ONLY:-abc} --out $OUT/grading.json
 } 2>&1 | tee $OUT/gpu_issue3.log

@@ -3,8 +3,9 @@
 (a) noise: the rmsnorm baseline graded against itself N times; median and p95 of |speedup - 1|.
 (b) accuracy: a known-faster rmsnorm graded against the baseline, beside the ratio of ncu's kernel durations
     (gpu__time_duration, caches flushed by ncu between kernels) for every seen config.
-(c) latency: submit-to-reward with a warm grader (worker started, imports done), against the same grading as
-    three separate cold processes (compile, correctness, performance) as the reference arena does.
+(c) latency: submit-to-reward with a warm grader (worker started and the grading prepared, as the env does at
+    reset), against the same grading as three separate cold processes (compile, correctness, performance) as the
+    reference arena does.
 
     python benchmarks/grading.py --n 20 --out results.json
 """
@@ -21,7 +22,7 @@ import time
 from pathlib import Path
 
 from kernelgym.grader import Grader, GraderConfig
-from kernelgym.grader.grader import HARNESS
+from kernelgym.grader.grader import HARNESS, PREPARED_MARKER
 from kernelgym.hardware import detect_profile
 from kernelgym.sandbox import Limits, make_sandbox
 from kernelgym.task import get_task
@@ -44,17 +45,42 @@ def pct(xs, q):
     return xs[min(len(xs) - 1, int(round(q * (len(xs) - 1))))]
 
 
+def prepared(task, hw, seed):
+    """A Grader whose warm worker has prepared the grading of `seed` (as the env does at reset)."""
+    grader = Grader(task, hw, Path(tempfile.mkdtemp(prefix="kg-g-")), GraderConfig())
+    grader.start_worker(seed=seed)
+    log, deadline = grader._prepared[0] / "harness.log", time.monotonic() + 300
+    while PREPARED_MARKER not in (log.read_text() if log.exists() else ""):
+        if time.monotonic() > deadline or not grader.worker.alive():
+            raise RuntimeError(f"the worker did not prepare: {log.read_text() if log.exists() else ''}")
+        time.sleep(0.05)
+    return grader
+
+
+def median_speedups(grade_dir, rounds):
+    """Per-config speedups from the same runs with the ratio of medians (the estimator before the IQM)."""
+    res = json.loads((grade_dir / "time_result.json").read_text())
+    return [statistics.median(c["baseline_runs_ms"]) / statistics.median(c["candidate_runs_ms"]) for c in res["configs"]]
+
+
 def noise(task, hw, n):
-    runs = []
+    runs, med = [], []
     for i in range(n):
-        g = Grader(task, hw, Path(tempfile.mkdtemp(prefix="kg-g-")), GraderConfig(warm_worker=False)).grade(workspace(task), seed=i)
+        grader = prepared(task, hw, seed=i)
+        g = grader.grade(workspace(task), seed=i)
         runs.append(g.to_dict())
-        print(f"(a) self {i + 1}/{n}: score {g.score:.2f} speedup {g.speedup:.4f} ({g.elapsed_s:.1f} s)", flush=True)
+        med.append(statistics.fmean(median_speedups(next(grader.work_dir.glob("grade-*")), grader.config.rounds)))
+        print(f"(a) self {i + 1}/{n}: score {g.score:.2f} speedup {g.speedup:.4f} (ratio of medians: {med[-1]:.4f}; "
+              f"{g.elapsed_s:.2f} s)", flush=True)
     agg = [abs(r["speedup"] - 1) for r in runs]
     per = [abs(c["speedup"] - 1) for r in runs for c in r["configs"]]
-    return {"n": n, "aggregate_abs_dev": {"median": statistics.median(agg), "p95": pct(agg, 0.95), "max": max(agg)},
+    agg_med = [abs(x - 1) for x in med]
+    return {"n": n, "estimator": "interquartile mean (grader)",
+            "aggregate_abs_dev": {"median": statistics.median(agg), "p95": pct(agg, 0.95), "max": max(agg)},
             "per_config_abs_dev": {"median": statistics.median(per), "p95": pct(per, 0.95), "max": max(per)},
-            "scores": [r["score"] for r in runs],
+            "same_runs_ratio_of_medians_abs_dev": {"median": statistics.median(agg_med), "p95": pct(agg_med, 0.95),
+                                                   "max": max(agg_med)},
+            "scores": [r["score"] for r in runs], "mean_speedup": statistics.fmean(r["speedup"] for r in runs),
             "per_config": {str(c["config"]): [r["configs"][j]["speedup"] for r in runs]
                            for j, c in enumerate(runs[0]["configs"])}}
 
@@ -92,33 +118,43 @@ def accuracy(task, hw):
     return {"score": g.score, "speedup": g.speedup, "configs": rows}
 
 
+def harness_phases(grade_dir):
+    """The candidate process's phase times (s) from its harness.log: prepare, import, check, time."""
+    phases = {}
+    for line in (grade_dir / "harness.log").read_text().splitlines():
+        parts = line.split()
+        if len(parts) == 4 and parts[0] == "[harness]" and parts[3] == "s":
+            phases[parts[1]] = float(parts[2])
+    return phases
+
+
 def latency(task, hw, n):
-    warm, cold = [], []
+    warm, cold, phases = [], [], []
     for i in range(n):
-        grader = Grader(task, hw, Path(tempfile.mkdtemp(prefix="kg-g-")), GraderConfig())
-        grader.start_worker()
-        time.sleep(12)  # the agent's turn: the worker imports torch and triton meanwhile
+        grader = prepared(task, hw, seed=i)  # the agent's turn: the worker prepares meanwhile
+        gdir = grader._prepared[0]
         ws = workspace(task)
         t0 = time.monotonic()
         g = grader.grade(ws, seed=i)
         warm.append(time.monotonic() - t0)
         assert g.correct, g.summary()
+        phases.append({"parent": g.phases_s, "harness": harness_phases(gdir)})
         # The same grading as three cold sandboxed processes: compile, correctness, performance.
-        gdir = Path(tempfile.mkdtemp(prefix="kg-3p-"))
-        shutil.copytree(grader.baseline_dir, gdir / "c")
-        req = json.loads(next(grader.work_dir.glob("grade-*/request.json")).read_text())
-        box = make_sandbox("bwrap", gdir, readonly=[HARNESS, grader.baseline_dir], gpu=True)
+        cdir = Path(tempfile.mkdtemp(prefix="kg-3p-"))
+        shutil.copytree(grader.baseline_dir, cdir / "c")
+        req = json.loads((gdir / "request.json").read_text())
+        box = make_sandbox("bwrap", cdir, readonly=[HARNESS, grader.baseline_dir], gpu=True)
         t0 = time.monotonic()
         for mode in ("compile", "check", "time"):
-            r = {**req, "mode": mode, "directory": str(gdir / "c"), "result": str(gdir / f"{mode}.json"),
-                 "time_result": str(gdir / f"{mode}-t.json"), "outputs": str(gdir / "o.pt"), "timed_outputs": str(gdir / "t.pt")}
-            (gdir / f"{mode}-req.json").write_text(json.dumps(r))
-            run = box.run([sys.executable, str(HARNESS), str(gdir / f"{mode}-req.json")], limits=Limits(timeout_s=600))
+            r = {**req, "mode": mode, "directory": str(cdir / "c"), "result": str(cdir / f"{mode}.json"),
+                 "time_result": str(cdir / f"{mode}-t.json"), "outputs": str(cdir / "o.pt"), "timed_outputs": str(cdir / "t.pt")}
+            (cdir / f"{mode}-req.json").write_text(json.dumps(r))
+            run = box.run([sys.executable, str(HARNESS), str(cdir / f"{mode}-req.json")], limits=Limits(timeout_s=600))
             assert run.returncode == 0, run.output
         cold.append(time.monotonic() - t0)
-        print(f"(c) warm submit-to-reward {warm[-1]:.2f} s; three cold processes {cold[-1]:.2f} s", flush=True)
+        print(f"(c) warm submit-to-reward {warm[-1]:.2f} s {phases[-1]}; three cold processes {cold[-1]:.2f} s", flush=True)
     return {"warm_s": warm, "three_process_s": cold, "warm_median_s": statistics.median(warm),
-            "three_process_median_s": statistics.median(cold),
+            "three_process_median_s": statistics.median(cold), "phases": phases,
             "ratio": statistics.median(cold) / statistics.median(warm)}
 
 

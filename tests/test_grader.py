@@ -121,6 +121,25 @@ def test_compare_rejects_nan_shape_dtype_and_tiny_constant():
     assert "not a tensor" in compare_outputs([1, 2], ref, CFG, TOL)[1]
 
 
+def test_compare_bounds_inf_and_non_finite_reference():
+    ref = torch.randn(4, 8)
+    inf = ref.half()
+    inf[1, 2] = float("inf")
+    assert "non-finite" in compare_outputs(inf, ref, CFG, TOL)[1]
+    off = ref.half()
+    off[2, 3] += 1.0  # far outside atol + rtol * |ref|
+    ok, msg, err = compare_outputs(off, ref, CFG, TOL)
+    assert not ok and "1/32 elements outside" in msg and "flat index 19" in msg and err == pytest.approx(1.0, abs=0.01)
+    edge = ref.half().float()
+    edge[0, 0] = ref[0, 0] + TOL.atol + TOL.rtol * abs(float(ref[0, 0])) * 0.5  # inside the bound: passes
+    assert compare_outputs(edge.half(), ref, CFG, TOL)[0]
+    ref_nan = ref.clone()
+    ref_nan[0, 1] = float("nan")  # where the reference is NaN, anything goes
+    assert compare_outputs(ref.half(), ref_nan, CFG, TOL)[0]
+    zeros = torch.zeros(4, 8)
+    assert compare_outputs(torch.full((4, 8), 1e-3, dtype=torch.float16), zeros, CFG, TOL)[0]  # within atol
+
+
 # -- candidate-controlled files: the grader must neither hang, nor follow links, nor crash -----------------------
 
 def test_untrusted_readers_refuse_links_fifos_devices_and_bombs(tmp_path):

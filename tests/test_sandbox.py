@@ -92,12 +92,14 @@ def test_opt_out_warns(tmp_path):
         make_sandbox("none", tmp_path)
 
 
-def test_python_prefix_is_mounted_after_private_tmp(box):
+def test_python_prefix_is_mounted_after_private_tmp(box, monkeypatch, tmp_path):
     # A venv under /tmp (e.g. a CI clone in /tmp) must not be hidden by the sandbox's private /tmp.
     import sys
+    venv = str(tmp_path / "venv")  # wherever this suite's Python lives (on the GPU machine: under /opt)
+    monkeypatch.setattr(sys, "prefix", venv)
     argv = box.argv(["true"])
     tmp_at = argv.index("/tmp")
-    prefix_binds = [i for i, a in enumerate(argv) if a == sys.prefix]
+    prefix_binds = [i for i, a in enumerate(argv) if a == venv]
     assert prefix_binds and min(prefix_binds) > tmp_at
 
 
