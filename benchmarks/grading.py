@@ -46,7 +46,8 @@ def pct(xs, q):
 
 
 def prepared(task, hw, seed):
-    """A Grader whose warm worker has prepared the grading of `seed` (as the env does at reset)."""
+    """A Grader that has prepared the grading of `seed` (as the env does at reset): its worker's child is ready and
+    the parent's reference outputs are computed."""
     grader = Grader(task, hw, Path(tempfile.mkdtemp(prefix="kg-g-")), GraderConfig())
     grader.start_worker(seed=seed)
     log, deadline = grader._prepared[0] / "harness.log", time.monotonic() + 300
@@ -54,6 +55,7 @@ def prepared(task, hw, seed):
         if time.monotonic() > deadline or not grader.worker.alive():
             raise RuntimeError(f"the worker did not prepare: {log.read_text() if log.exists() else ''}")
         time.sleep(0.05)
+    grader._ref_thread.join()  # the parent's part of the preparation: the reference outputs
     return grader
 
 

@@ -67,7 +67,7 @@ def main():
                     base = H.Timed(base_fn, static, 10, gp)
                     base.out = None
                     cand = H.Timed(cand_fn, static, 10, gp)
-                t = H.time_pair(base, cand, pool, flush, 100, 10, reset)
+                t, _ = H.time_pair(base, cand, pool, flush, 100, 10, reset)
                 row[arrangement] = {
                     "median": statistics.median(t["baseline"]) / statistics.median(t["candidate"]),
                     "iqm": interquartile_mean(t["baseline"]) / interquartile_mean(t["candidate"]),

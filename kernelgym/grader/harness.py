@@ -154,7 +154,12 @@ class Timed:
     baseline and the candidate so both read the same addresses), and a CUDA graph of one call where capture
     works (else eager calls, timed with a device-wide synchronize before the end mark so work on any stream
     counts). Graphs captured into the same memory `pool` after the other kernel's output was released get
-    the same output addresses, too: nothing about where the data lives differs between the two."""
+    the same output addresses, too: nothing about where the data lives differs between the two.
+
+    Where PyTorch supports it (``Event(external=True)``), the graph holds its own start and end event nodes
+    around the call (`inner`): the timed window then excludes the graph's launch latency (about 2 µs on the
+    H200, which outer events count), leaving the kernels' device time. All work captured on other streams
+    must join the capture stream before capture ends, so it lies inside the window."""
 
     def __init__(self, fn, static_args, warmup, pool=None):
         self.fn, self.args = fn, static_args
@@ -162,7 +167,7 @@ class Timed:
             self.out = fn(*static_args)
         _synchronize()
         self.out = None
-        self.graph, self.mode = None, "events+sync"
+        self.graph, self.inner, self.mode = None, False, "events+sync"
         try:
             side = torch.cuda.Stream()
             side.wait_stream(torch.cuda.current_stream())
@@ -170,22 +175,40 @@ class Timed:
                 fn(*static_args)
             torch.cuda.current_stream().wait_stream(side)
             _synchronize()
-            # Captured with capture_begin/capture_end on the side stream rather than `with torch.cuda.graph()`,
-            # which also runs gc.collect() and empty_cache() per capture (tens of ms each, in the reward's latency).
-            graph = _CUDAGraph()
-            with torch.cuda.stream(side):
-                graph.capture_begin(pool=pool)
-                try:
-                    self.out = fn(*static_args)
-                finally:
-                    graph.capture_end()
-            _synchronize()
-            for _ in range(3):  # the first replays upload the graph; keep them out of the timed runs
-                _replay(graph)
-            _synchronize()
-            self.graph, self.mode = graph, "cuda-graph"
-        except Exception:  # noqa: BLE001 - capture is not always possible; fall back to eager
-            torch.cuda.synchronize()
+        except Exception:  # noqa: BLE001 - fails again below, if at all
+            pass
+        for inner in (True, False):
+            try:
+                self._capture(side, pool, inner)
+                self.mode = "cuda-graph, events in the graph" if inner else "cuda-graph"
+                break
+            except Exception:  # noqa: BLE001 - capture is not always possible; fall back to eager
+                self.graph, self.inner = None, False
+                torch.cuda.synchronize()
+
+    def _capture(self, side, pool, inner):
+        # Captured with capture_begin/capture_end on the side stream rather than `with torch.cuda.graph()`,
+        # which also runs gc.collect() and empty_cache() per capture (tens of ms each, in the reward's latency).
+        if inner:
+            self.start, self.end = _Event(enable_timing=True, external=True), _Event(enable_timing=True, external=True)
+        graph = _CUDAGraph()
+        with torch.cuda.stream(side):
+            graph.capture_begin(pool=pool)
+            try:
+                if inner:
+                    _record(self.start)
+                self.out = self.fn(*self.args)
+                if inner:
+                    _record(self.end)
+            finally:
+                graph.capture_end()
+        _synchronize()
+        for _ in range(3):  # the first replays upload the graph; keep them out of the timed runs
+            _replay(graph)
+        _synchronize()
+        if inner and not _elapsed(self.start, self.end) > 0:
+            raise RuntimeError("events in the graph did not time it")
+        self.graph, self.inner = graph, inner
 
     def refresh(self, values):
         for dst, src in zip(_tensors(self.args), _tensors(values)):
@@ -202,18 +225,20 @@ def time_pair(base, cand, pool, flush, reps, rounds, reset_l2):
     """Interleave baseline and candidate in `rounds` rounds (order alternating), reps/rounds timed runs each.
 
     Before each timed run, outside the timed window: fresh input values copied in, the cache flushed
-    (a read of `flush_bytes`, which leaves clean lines), so neither kernel reads a warm L2. Returns the
-    per-run times in ms, in round order, for each of "baseline" and "candidate"."""
+    (a read of `flush_bytes`, which leaves clean lines), so neither kernel reads a warm L2. Both kernels are
+    timed the same way: by the events inside their graphs where both have them, else by events around the call.
+    Returns ({"baseline": [ms per run, in round order], "candidate": [...]}, how they were timed)."""
     per_round = max(reps // rounds, 1)
+    inner = base.inner and cand.inner
     times = {"baseline": [], "candidate": []}
+    if reset_l2 is not None:
+        reset_l2()
     k = 1  # pool[0] (the verification inputs) comes last in each cycle, never right before verification
     for r in range(rounds):
-        if reset_l2 is not None:
-            reset_l2()
         order = (("baseline", base), ("candidate", cand)) if r % 2 == 0 else (("candidate", cand), ("baseline", base))
         for who, t in order:
-            starts = [_Event(enable_timing=True) for _ in range(per_round)]
-            ends = [_Event(enable_timing=True) for _ in range(per_round)]
+            starts = [_Event(enable_timing=True) for _ in range(0 if inner else per_round)]
+            ends = [_Event(enable_timing=True) for _ in range(0 if inner else per_round)]
             for j in range(per_round):
                 t.refresh(pool[k % len(pool)])
                 k += 1
@@ -222,6 +247,11 @@ def time_pair(base, cand, pool, flush, reps, rounds, reset_l2):
                     # so the timed kernel pays no write-back of the flush's own data (a write-based flush did:
                     # ratios came out 2-12% below ncu's, whose cache control leaves clean caches).
                     _sum(flush)
+                if inner:
+                    _replay(t.graph)
+                    _synchronize()
+                    times[who].append(_elapsed(t.start, t.end))
+                    continue
                 _record(starts[j])
                 t.call()
                 if t.graph is None:
@@ -229,7 +259,7 @@ def time_pair(base, cand, pool, flush, reps, rounds, reset_l2):
                 _record(ends[j])
             _synchronize()
             times[who] += [_elapsed(s, e) for s, e in zip(starts, ends)]
-    return times
+    return times, ("events in the graphs" if inner else "events around each call")
 
 
 class Prepared:
@@ -309,7 +339,7 @@ def run_timing(req, state, cand_fn):
             continue
         try:
             cand = Timed(cand_fn, static, req["warmup"], state.graph_pool)
-            times = time_pair(base, cand, pool, state.flush, req["reps"], req.get("rounds", 10), state.reset_l2)
+            times, how = time_pair(base, cand, pool, state.flush, req["reps"], req.get("rounds", 10), state.reset_l2)
             # Verify the timed path: the verification inputs (not the last timed ones), poisoned output, one more
             # call made the same way as the timed ones.
             cand.refresh(pool[0])
@@ -319,7 +349,7 @@ def run_timing(req, state, cand_fn):
             _synchronize()
             outputs[str(i)] = cand.out.detach().to("cpu").clone()
             entry.update(ok=True, baseline_runs_ms=times["baseline"], candidate_runs_ms=times["candidate"],
-                         baseline_mode=base.mode, candidate_mode=cand.mode)
+                         baseline_mode=f"{base.mode}; timed by {how}", candidate_mode=f"{cand.mode}; timed by {how}")
         except Exception:  # noqa: BLE001
             entry["error"] = tb(8)
         results.append(entry)
