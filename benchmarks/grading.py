@@ -149,7 +149,8 @@ def latency(task, hw, n):
         t0 = time.monotonic()
         for mode in ("compile", "check", "time"):
             r = {**req, "mode": mode, "directory": str(cdir / "c"), "result": str(cdir / f"{mode}.json"),
-                 "time_result": str(cdir / f"{mode}-t.json"), "outputs": str(cdir / "o.pt"), "timed_outputs": str(cdir / "t.pt")}
+                 "time_result": str(cdir / f"{mode}-t.json"), "outputs": str(cdir / "o.pt"),
+                 "timed_outputs": [str(cdir / f"t{j}.pt") for j in range(len(req["configs"]))]}
             (cdir / f"{mode}-req.json").write_text(json.dumps(r))
             run = box.run([sys.executable, str(HARNESS), str(cdir / f"{mode}-req.json")], limits=Limits(timeout_s=600))
             assert run.returncode == 0, run.output

@@ -2,6 +2,7 @@
 parent's arithmetic, roofline check and timed-output verification are real."""
 import json
 import math
+import time
 
 import pytest
 import torch
@@ -38,7 +39,8 @@ def fake_grader(tmp_path, monkeypatch, times, wrong_timed=False, hardware=H200):
             x, w, eps = builder(cfg, verify_seed(seed, i), "cpu")
             touts[str(i)] = (reference(x, w, eps) * (0 if wrong_timed else 1)).to(x.dtype)
         torch.save(outs, gdir / "outputs.pt")
-        torch.save(touts, gdir / "timed_outputs.pt")
+        for i, out in touts.items():
+            torch.save({i: out}, gdir / f"timed_output-{i}.pt")
         check = {"stage": "check", "ok": True, "error": None,
                  "configs": [{"config": c, "ok": True, "error": None} for c in g.configs]}
         timed = {"stage": "time", "ok": True, "persisting_l2_reset": True, "configs": [
@@ -107,3 +109,21 @@ def test_missing_stage_key_is_a_failed_stage(tmp_path, monkeypatch):
     real = g._run_harness
     monkeypatch.setattr(g, "_run_harness", lambda gdir, seed: (real(gdir, seed)[0], {"configs": []}))
     assert g.grade(TASK.root, seed=1).score == 120.0
+
+
+def test_outputs_are_compared_while_the_candidate_still_runs(tmp_path, monkeypatch):
+    g = fake_grader(tmp_path, monkeypatch, [(0.05, 0.025)] * 5)
+    files_written = g._run_harness
+    seen_before_end = []
+
+    def slow_harness(gdir, seed):
+        result = files_written(gdir, seed)
+        deadline = time.monotonic() + 30
+        while len(g._compares) < 10 and time.monotonic() < deadline:  # 5 check + 5 timed-path outputs
+            time.sleep(0.01)
+        seen_before_end.append(len(g._compares))
+        return result
+    monkeypatch.setattr(g, "_run_harness", slow_harness)
+    grade = g.grade(TASK.root, seed=5)
+    assert seen_before_end == [10]  # all compared by the early thread, before the "process" ended
+    assert grade.correct and grade.speedup == pytest.approx(2.0, rel=1e-3)

@@ -224,7 +224,9 @@ class Grader:
         problems = copy_editable(self.task, Path(workspace).resolve(), gdir)
         self.launch_notes = [n for rel in self.task.spec.editable_files if (gdir / rel).is_file()
                              for n in unsupported_launch_options((gdir / rel).read_text(errors="replace"), self.hardware)]
-        check, timed = (None, None) if problems else self._run_harness(gdir, seed)
+        self._compares: dict[tuple[Path, int], tuple[bool, str, float | None]] = {}
+        self._compare_lock, self._files = threading.Lock(), {}
+        check, timed = (None, None) if problems else self._run_harness_comparing(gdir, seed)
         harness_done = time.monotonic()
         compile_stage = self.compile(problems, check)
         correct_stage, per_config = Stage("correctness", None), [{"config": c} for c in self.configs]
@@ -255,14 +257,8 @@ class Grader:
     def check_correctness(self, gdir: Path, check: dict, seed: int) -> tuple[Stage, list[dict]]:
         """Correctness gate: every seen config's output within the task's tolerance of the reference."""
         rows, messages = [], []
-        outputs = {}
         if check.get("error"):
             messages.append(str(check["error"]))
-        else:
-            try:
-                outputs = load_tensors_untrusted(gdir / "outputs.pt", max_unpacked_bytes=self._max_output_bytes())
-            except UntrustedFileError as e:
-                messages.append(f"outputs unreadable: {e}")
         ran_configs = check.get("configs")
         by_index = dict(enumerate(ran_configs)) if isinstance(ran_configs, list) else {}
         for i, cfg in enumerate(self.configs):
@@ -272,11 +268,8 @@ class Grader:
                 ran = {"ok": False, "error": "not run (the process ended early)"}
             if ran.get("ok") is not True:
                 row["error"] = str(ran.get("error"))
-            elif str(i) not in outputs:
-                row["error"] = "no output saved"
             else:
-                ok, msg, err = compare_outputs(outputs[str(i)], self._reference(cfg, seed + i), cfg,
-                                               self.task.spec.tolerance[cfg["dtype"]])
+                ok, msg, err = self._compared(gdir / "outputs.pt", i, seed + i)
                 row.update(correct=ok, max_abs_err=err, error=None if ok else msg)
             if row["error"]:
                 lines = row["error"].strip().splitlines() or [""]
@@ -302,10 +295,6 @@ class Grader:
             return Stage("performance", None, ["not measured (measure=False)"]), None, True
         if not isinstance(res, dict) or res.get("stage") != "time":
             return Stage("performance", False, [res.get("error") or "timing failed"]), None, True
-        try:
-            outputs = load_tensors_untrusted(gdir / "timed_outputs.pt", max_unpacked_bytes=self._max_output_bytes())
-        except UntrustedFileError as e:
-            return Stage("performance", False, [f"timed outputs unreadable: {e}"]), None, False
         spec, speedups, messages, flagged = self.task.spec, [], [], False
         timed = res.get("configs")
         if not isinstance(timed, list) or len(timed) != len(rows) or not all(isinstance(t, dict) for t in timed):
@@ -318,8 +307,7 @@ class Grader:
                 stats = summarize(t.get("baseline_runs_ms"), t.get("candidate_runs_ms"), self.config.rounds)
             except TimingError as e:
                 return Stage("performance", False, [f"{cfg}: timing failed: {e}"]), None, True
-            ok, msg, _ = compare_outputs(outputs.get(str(i)), self._reference(cfg, verify_seed(seed, i)), cfg,
-                                         spec.tolerance[cfg["dtype"]])
+            ok, msg, _ = self._compared(gdir / f"timed_output-{i}.pt", i, verify_seed(seed, i))
             if not ok:
                 # Blocks kernels that are honest while checked and cheap while timed.
                 row.update(correct=False, error=f"output of the timed path is wrong: {msg}")
@@ -344,6 +332,50 @@ class Grader:
                            f"{self.config.reps} timed runs each, caches flushed before every run"
                            + ("" if res.get("persisting_l2_reset") else "; persisting-L2 reset unavailable"))
         return Stage("performance", not flagged, messages), (None if flagged else speedups), True
+
+    # -- comparing the candidate's output files ------------------------------------------------
+    def _compared(self, path: Path, i: int, ref_seed: int) -> tuple[bool, str, float | None]:
+        """`compare_outputs` of output `i` in the candidate-written file `path` (a dict saved by torch.save) with
+        the reference of config `i` on seed `ref_seed`. Memoized: what `_compare_early` compared while the
+        candidate still ran is not compared again. Returns (ok, message, max_abs_err)."""
+        with self._compare_lock:
+            if (path, i) not in self._compares:
+                cfg = self.configs[i]
+                try:
+                    if path not in self._files:  # outputs.pt holds every config's output: loaded once
+                        self._files.clear()
+                        self._files[path] = load_tensors_untrusted(path, max_unpacked_bytes=self._max_output_bytes())
+                    out = self._files[path].get(str(i))
+                    result = (compare_outputs(out, self._reference(cfg, ref_seed), cfg,
+                                              self.task.spec.tolerance[cfg["dtype"]]) if out is not None
+                              else (False, "no output saved", None))
+                except UntrustedFileError as e:
+                    result = (False, f"output unreadable: {e}", None)
+                self._compares[(path, i)] = result
+            return self._compares[(path, i)]
+
+    def _compare_early(self, gdir: Path, seed: int, done: threading.Event) -> None:
+        """While the candidate's process runs: compare each of its output files as soon as it appears (the
+        harness writes them whole, by rename), so little comparing is left when the process ends."""
+        pending = [(gdir / "outputs.pt", i, seed + i) for i in range(len(self.configs))]
+        if not self.hardware.interpreter and self.config.measure:
+            pending += [(gdir / f"timed_output-{i}.pt", i, verify_seed(seed, i)) for i in range(len(self.configs))]
+        while pending and not done.is_set():
+            if os.path.lexists(pending[0][0]):
+                self._compared(*pending.pop(0))
+            else:
+                done.wait(0.005)
+
+    def _run_harness_comparing(self, gdir: Path, seed: int) -> tuple[dict, dict | None]:
+        """`_run_harness`, with `_compare_early` working beside it."""
+        done = threading.Event()
+        early = threading.Thread(target=self._compare_early, args=(gdir, seed, done), daemon=True)
+        early.start()
+        try:
+            return self._run_harness(gdir, seed)
+        finally:
+            done.set()
+            early.join()
 
     # -- plumbing ------------------------------------------------------------------------------
     def _fresh_dir(self, prefix: str) -> Path:
@@ -387,7 +419,7 @@ class Grader:
                 "input_builder": self.task.spec.input_builder, "configs": self.configs, "seed": seed,
                 "device": self.device, "result": str(gdir / "check_result.json"),
                 "time_result": str(gdir / "time_result.json"), "outputs": str(gdir / "outputs.pt"),
-                "timed_outputs": str(gdir / "timed_outputs.pt"),
+                "timed_outputs": [str(gdir / f"timed_output-{i}.pt") for i in range(len(self.configs))],
                 "baseline_directory": None if self.hardware.interpreter or not self.config.measure
                 else str(self.baseline_dir),
                 "warmup": self.config.warmup, "reps": self.config.reps, "rounds": self.config.rounds,

@@ -124,7 +124,7 @@ def check(req, fn, inputs):
                 return {"stage": "compile", "ok": False, "error": tb(), "configs": configs}
             entry.update(ok=False, error=tb(8))
         configs.append(entry)
-    torch.save(outputs, req["outputs"])
+    _save(outputs, req["outputs"])
     return {"stage": "check", "ok": True, "error": None, "configs": configs}
 
 
@@ -265,11 +265,11 @@ def time_pair(base, cand, pool, flush, reps, rounds, reset_l2):
 class Prepared:
     """What `prepare` made before the candidate is imported: the input builder, the check inputs per config,
     and for timing the flush buffer, the persisting-L2 reset and per config (config, input pool, static
-    arguments, the baseline's `Timed` or the error that stopped it)."""
+    arguments, graph memory pool, the baseline's `Timed` or the error that stopped it)."""
 
-    def __init__(self, builder, check_inputs, timing=None, flush=None, reset_l2=None, graph_pool=None):
+    def __init__(self, builder, check_inputs, timing=None, flush=None, reset_l2=None):
         self.builder, self.check_inputs, self.timing = builder, check_inputs, timing
-        self.flush, self.reset_l2, self.graph_pool = flush, reset_l2, graph_pool
+        self.flush, self.reset_l2 = flush, reset_l2
 
 
 def prepare(req):
@@ -297,7 +297,6 @@ def prepare_baseline(req, state, base_fn):
     candidate runs at import cannot reach the baseline's launches."""
     state.flush = torch.ones(req["flush_bytes"] // 4, dtype=torch.int32, device="cuda") if req.get("flush_bytes") else None
     state.reset_l2 = _persisting_l2_reset()
-    state.graph_pool = torch.cuda.graph_pool_handle()
     state.timing = []
     gen = torch.Generator(device="cuda").manual_seed(req["seed"])
     for i, cfg in enumerate(req["configs"]):
@@ -306,12 +305,12 @@ def prepare_baseline(req, state, base_fn):
         try:
             verify = state.builder(cfg, req["seed"] + 1000 + i, "cuda")
             pool = [verify] + [tuple(_perturb(a, gen) for a in verify) for _ in range(req.get("input_sets", 4) - 1)]
-            static = tuple(_clone(a) for a in verify)
-            base = Timed(base_fn, static, req["warmup"], state.graph_pool)
+            static, graph_pool = tuple(_clone(a) for a in verify), torch.cuda.graph_pool_handle()
+            base = Timed(base_fn, static, req["warmup"], graph_pool)
             base.out = None  # releases the output block for the candidate's graph (same pool, same address)
-            state.timing.append((cfg, pool, static, base))
+            state.timing.append((cfg, pool, static, graph_pool, base))
         except Exception:  # noqa: BLE001
-            state.timing.append((cfg, None, None, tb(8)))
+            state.timing.append((cfg, None, None, None, tb(8)))
     _synchronize()
 
 
@@ -327,19 +326,21 @@ def _perturb(a, gen):
 
 
 def run_timing(req, state, cand_fn):
-    """Time the candidate against the prepared baseline on every config; save its timed-path outputs."""
-    results, outputs = [], {}
-    t = time.monotonic()
-    for i, (cfg, pool, static, base) in enumerate(state.timing):
-        t = _phase(f"time[{i - 1}]", t) if i else t
+    """Time the candidate against the prepared baseline on every config; save its timed-path output per config
+    (``timed_outputs[i]``) as soon as that config is done."""
+    results = []
+    for i, (cfg, pool, static, graph_pool, base) in enumerate(state.timing):
+        t = time.monotonic()
         entry = {"config": cfg, "ok": False, "error": None}
         if isinstance(base, str):
             entry["error"] = "baseline failed: " + base
             results.append(entry)
             continue
         try:
-            cand = Timed(cand_fn, static, req["warmup"], state.graph_pool)
+            cand = Timed(cand_fn, static, req["warmup"], graph_pool)
+            t = _phase(f"time[{i}].setup", t)
             times, how = time_pair(base, cand, pool, state.flush, req["reps"], req.get("rounds", 10), state.reset_l2)
+            t = _phase(f"time[{i}].runs", t)
             # Verify the timed path: the verification inputs (not the last timed ones), poisoned output, one more
             # call made the same way as the timed ones.
             cand.refresh(pool[0])
@@ -347,17 +348,21 @@ def run_timing(req, state, cand_fn):
                 cand.out.fill_(float("nan"))
             cand.call()
             _synchronize()
-            outputs[str(i)] = cand.out.detach().to("cpu").clone()
+            _save({str(i): cand.out.detach().to("cpu").clone()}, req["timed_outputs"][i])
+            _phase(f"time[{i}].verify", t)
             entry.update(ok=True, baseline_runs_ms=times["baseline"], candidate_runs_ms=times["candidate"],
                          baseline_mode=f"{base.mode}; timed by {how}", candidate_mode=f"{cand.mode}; timed by {how}")
         except Exception:  # noqa: BLE001
             entry["error"] = tb(8)
         results.append(entry)
-    t = _phase(f"time[{len(state.timing) - 1}]", t)
-    torch.save(outputs, req["timed_outputs"])
-    _phase("save", t)
     return {"stage": "time", "ok": True, "error": None, "configs": results,
             "persisting_l2_reset": state.reset_l2 is not None}
+
+
+def _save(obj, path):
+    """torch.save, whole or not at all (written aside, then renamed): the parent compares files as they appear."""
+    torch.save(obj, path + ".part")
+    os.replace(path + ".part", path)
 
 
 def _write(path, obj):
