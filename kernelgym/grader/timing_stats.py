@@ -2,8 +2,9 @@
 
 The centre of a set of runs is the interquartile mean (the mean of the middle half), not the median: it is as
 robust to outliers (a preempted run, a clock change) but not bound to the timer's tick. CUDA event times come
-in multiples of about 16-32 ns (measured on the H200: benchmarks/results/README.md), which is 0.3-0.7% of a
-5 µs kernel, so two medians of the same kernel differ by whole ticks; the mean of 50 middle values does not.
+in steps of 32 ns (the smallest step seen on the H200: benchmarks/results/2026-11-29-h200-timing-bias.json),
+0.7% of a 5 µs kernel, so two medians of the same kernel differ by whole ticks; the mean of 50 middle values
+does not.
 """
 from __future__ import annotations
 
