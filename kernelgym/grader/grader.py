@@ -58,7 +58,9 @@ class GraderConfig:
     measure: bool = True
     """Run the performance stage (False: correctness only, e.g. the original kernel on unseen configs)."""
     warm_worker: bool = True
-    """Start a warm grading worker at reset (imports done while the agent works; see worker.py)."""
+    """Start a warm grading worker at reset and prepare the episode's grading in it while the agent works (CUDA
+    start, inputs, the baseline's graphs, the references; see worker.py): submit-to-reward then pays only for
+    running the candidate. False: each grading starts a fresh sandboxed process."""
 
 
 @dataclass
