@@ -170,9 +170,6 @@ class _Backend:
     gpu: bool = False
     env: dict[str, str] = field(default_factory=dict)
     limits: Limits = field(default_factory=Limits)
-    drop_caps: bool = False
-    """Drop every capability inside (the grader's harness does; shell commands keep the namespace's, which
-    profilers such as ncu may need). bubblewrap only."""
 
     def __post_init__(self):
         self.workspace = Path(self.workspace).resolve()
@@ -237,8 +234,10 @@ class BubblewrapSandbox(_Backend):
 
     def argv(self, cmd: list[str], cwd: Path | None = None) -> list[str]:
         """The full bwrap command line for `cmd` (exposed for tests and debugging)."""
-        caps = ["--cap-drop", "ALL"] if self.drop_caps else []
-        return [self.bwrap, "--unshare-all", "--die-with-parent", "--new-session", "--hostname", "sandbox", *caps,
+        # --cap-drop ALL: without it a sandbox started by root keeps CAP_SYS_ADMIN and can remount the read-only
+        # binds writable (host /usr, the venv) and get out.
+        return [self.bwrap, "--unshare-all", "--die-with-parent", "--new-session", "--hostname", "sandbox",
+                "--cap-drop", "ALL",
                 *self._mounts(), "--chdir", str(cwd or self.workspace), "--", *cmd]
 
     def run(self, cmd: str | list[str], *, cwd: Path | None = None, limits: Limits | None = None,

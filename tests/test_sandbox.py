@@ -2,6 +2,7 @@
 import contextlib
 import socket
 import time
+from pathlib import Path
 
 import pytest
 
@@ -108,3 +109,12 @@ def test_tmp_and_shm_are_size_capped(box):
     for d in ("/tmp", "/dev/shm"):
         r = small.run(f"head -c 300000000 /dev/zero > {d}/x")
         assert "No space left" in r.output and r.returncode != 0
+
+
+def test_no_capabilities_and_binds_stay_read_only(box):
+    # Run as root, a sandbox that kept CAP_SYS_ADMIN could remount /usr (or the venv) writable and get out.
+    r = box.run("grep CapEff /proc/self/status; mount -o remount,bind,rw /usr && echo REMOUNTED; "
+                "touch /usr/kg-escape && echo WROTE")
+    assert "CapEff:\t0000000000000000" in r.output
+    assert "REMOUNTED" not in r.output and "WROTE" not in r.output
+    assert not Path("/usr/kg-escape").exists()

@@ -446,7 +446,7 @@ class Grader:
                 output = None  # the worker, or its preparation, failed before the candidate ran: use a fresh process
         if output is None:
             sandbox = make_sandbox(self.config.sandbox, gdir, readonly=[HARNESS, self.baseline_dir],
-                                   gpu=not self.hardware.interpreter, env=self._harness_env(), drop_caps=True)
+                                   gpu=not self.hardware.interpreter, env=self._harness_env())
             run = sandbox.run([sys.executable, str(HARNESS), str(gdir / "request.json")],
                               limits=Limits(timeout_s=self.config.timeout_s, max_output_bytes=8000))
             timed_out, output, code = run.timed_out, run.output, run.returncode

@@ -31,7 +31,7 @@ class GraderWorker:
     def __init__(self, root: Path, readonly: list[Path], sandbox: str, gpu: bool, env: dict[str, str]):
         box = make_sandbox(sandbox, root, readonly=[HARNESS, *readonly], gpu=gpu,
                            # NVML-based availability check: the worker must not start CUDA before it forks.
-                           env={**env, "PYTORCH_NVML_BASED_CUDA_CHECK": "1"}, drop_caps=True)
+                           env={**env, "PYTORCH_NVML_BASED_CUDA_CHECK": "1"})
         self.proc = box.popen([sys.executable, str(HARNESS), "--serve"], limits=Limits(timeout_s=24 * 3600))
 
     def _send(self, line: str) -> bool:
