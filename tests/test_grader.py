@@ -1,4 +1,5 @@
 """The grader's gates, on the CPU interpreter: 0 for no compile, 20 for wrong, 120 for the baseline."""
+import json
 import math
 import shutil
 
@@ -274,3 +275,75 @@ def test_prepared_grading_matches_a_cold_one(tmp_path, require_bwrap):
     grader.start_worker(seed=12)
     other = grader.grade(ws, seed=11)
     assert [c["max_abs_err"] for c in other.configs] == [c["max_abs_err"] for c in cold.configs]
+
+
+# -- found by an adversarial review: the grading directory, nested errors, unreadable or huge kernel files ---------
+
+SWAP_GRADING_DIR = BASELINE + '''
+import os as _os
+_g = _os.path.dirname(_os.path.abspath(__file__))
+try:
+    _os.rename(_g, _g + ".moved")
+    _os.symlink("/", _g)
+except OSError as _e:
+    print("swap refused:", _e)
+'''
+
+
+@pytest.mark.parametrize("prepared", [True, False])
+def test_candidate_cannot_rename_or_replace_its_grading_dir(tmp_path, require_bwrap, prepared):
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    for rel in TASK.public_files():
+        shutil.copy(TASK.root / rel, ws / rel)
+    (ws / "kernel.py").write_text(SWAP_GRADING_DIR)
+    grader = Grader(TASK, detect_profile("cpu-interpreter"), tmp_path / "grading", GraderConfig(warm_worker=prepared))
+    if prepared:
+        grader.start_worker(seed=3)
+    g = grader.grade(ws, seed=3)
+    dirs = list((tmp_path / "grading").glob("grade-*"))
+    assert all(d.is_dir() and not d.is_symlink() for d in dirs) and not any(d.name.endswith(".moved") for d in dirs)
+    assert g.score == 120.0  # graded as the baseline it is; the swap was refused (the dir is a mount point)
+
+
+def test_nested_json_error_from_the_candidate_cannot_crash_the_grade(grade):
+    src = BASELINE + '''
+import os as _os
+_d = _os.path.dirname(_os.path.abspath(__file__))
+with open(_os.path.join(_d, "check_result.json"), "w") as _f:
+    _f.write('{"stage": "compile", "error": ' + "[" * 900 + "]" * 900 + "}")
+_os._exit(0)
+'''
+    g = grade(src)
+    assert g.score == 0.0 and not g.compiled
+    json.dumps(g.to_dict())  # info["grade"] stays serializable
+
+
+def test_huge_or_special_kernel_files_are_problems_not_crashes(grade, tmp_path):
+    ws = tmp_path / "ws-huge"
+    ws.mkdir()
+    for rel in TASK.public_files():
+        shutil.copy(TASK.root / rel, ws / rel)
+    with open(ws / "kernel.py", "wb") as f:
+        f.truncate(64 << 20)  # sparse: nearly no disk, 64 MiB to read
+    g = Grader(TASK, detect_profile("cpu-interpreter"), tmp_path / "grading-huge").grade(ws, seed=1)
+    assert g.score == 0.0 and "allowed" in "\n".join(g.stages[0].messages)
+
+
+def test_input_builder_is_loaded_from_the_pristine_copy(tmp_path, require_bwrap, monkeypatch):
+    # A grading directory whose reference.py makes other inputs: the harness must not use it.
+    import kernelgym.grader.grader as grader_module
+    real = grader_module.copy_public
+
+    def tampered(task, dest):
+        real(task, dest)
+        if dest.name.startswith("grade-"):
+            (dest / "reference.py").write_text((TASK.root / "reference.py").read_text().replace(
+                "x = torch.randn(", "x = 0 * torch.randn("))
+    monkeypatch.setattr(grader_module, "copy_public", tampered)
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    for rel in TASK.public_files():
+        shutil.copy(TASK.root / rel, ws / rel)
+    g = Grader(TASK, detect_profile("cpu-interpreter"), tmp_path / "grading", GraderConfig(warm_worker=False)).grade(ws, 2)
+    assert g.score == 120.0, g.summary()

@@ -2,6 +2,7 @@
 parent's arithmetic, roofline check and timed-output verification are real."""
 import json
 import math
+import os
 import time
 
 import pytest
@@ -21,6 +22,11 @@ CONFIGS = [{"rows": 4, "hidden": 128, "dtype": "float16"}, {"rows": 8, "hidden":
            {"rows": 64, "hidden": 1024, "dtype": "float16"}]
 
 
+def save(obj, path):
+    torch.save(obj, f"{path}.part")
+    os.replace(f"{path}.part", path)
+
+
 def runs(t):
     """100 candidate runs in 10 rounds of 10 whose per-round speedups are 1% either side of baseline / t."""
     return [t / (0.99 if r % 2 else 1.01) for r in range(10) for _ in range(10)]
@@ -38,9 +44,9 @@ def fake_grader(tmp_path, monkeypatch, times, wrong_timed=False, hardware=H200):
             outs[str(i)] = reference(x, w, eps).to(x.dtype)
             x, w, eps = builder(cfg, verify_seed(seed, i), "cpu")
             touts[str(i)] = (reference(x, w, eps) * (0 if wrong_timed else 1)).to(x.dtype)
-        torch.save(outs, gdir / "outputs.pt")
+        save(outs, gdir / "outputs.pt")  # whole or not at all, as the harness writes them
         for i, out in touts.items():
-            torch.save({i: out}, gdir / f"timed_output-{i}.pt")
+            save({i: out}, gdir / f"timed_output-{i}.pt")
         check = {"stage": "check", "ok": True, "error": None,
                  "configs": [{"config": c, "ok": True, "error": None} for c in g.configs]}
         timed = {"stage": "time", "ok": True, "persisting_l2_reset": True, "configs": [
@@ -127,3 +133,18 @@ def test_outputs_are_compared_while_the_candidate_still_runs(tmp_path, monkeypat
     grade = g.grade(TASK.root, seed=5)
     assert seen_before_end == [10]  # all compared by the early thread, before the "process" ended
     assert grade.correct and grade.speedup == pytest.approx(2.0, rel=1e-3)
+
+
+def test_a_file_caught_half_written_is_read_again_at_the_end(tmp_path, monkeypatch):
+    # A writer that is not atomic: the early comparison may see a torn file; the final one must see the whole.
+    g = fake_grader(tmp_path, monkeypatch, [(0.05, 0.025)] * 5)
+    files_written = g._run_harness
+
+    def torn_then_whole(gdir, seed):
+        (gdir / "outputs.pt").write_bytes(b"PK\x03\x04 torn")
+        time.sleep(0.3)  # the early thread finds the torn file meanwhile
+        (gdir / "outputs.pt").unlink()
+        return files_written(gdir, seed)
+    monkeypatch.setattr(g, "_run_harness", torn_then_whole)
+    grade = g.grade(TASK.root, seed=6)
+    assert grade.correct, grade.summary()

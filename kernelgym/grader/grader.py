@@ -36,6 +36,7 @@ from kernelgym.task import Task
 HARNESS = Path(__file__).resolve().parent / "harness.py"
 IMPORTED_MARKER = "[harness] candidate imported"  # printed by harness.py once the candidate module imported
 PREPARED_MARKER = "[harness] prepared"  # printed by harness.py before it reads the candidate
+MAX_EDITABLE_BYTES = 4 << 20  # an editable file (kernel source) larger than this is refused
 NOT_MEASURED_ON_INTERPRETER = "not measured on the CPU interpreter (Triton interpreter timings mean nothing)"
 
 
@@ -141,7 +142,8 @@ def copy_public(task: Task, dest: Path) -> None:
 
 
 def copy_editable(task: Task, workspace: Path, dest: Path) -> list[str]:
-    """Copy the editable files from `workspace` into `dest`. Returns problems (a symlink or a missing file)."""
+    """Copy the editable files from `workspace` into `dest`. Returns problems: a symlink, a missing or unreadable
+    file, or one over `MAX_EDITABLE_BYTES`."""
     problems = []
     for rel in task.spec.editable_files:
         src = workspace / rel
@@ -150,8 +152,17 @@ def copy_editable(task: Task, workspace: Path, dest: Path) -> list[str]:
             problems.append(f"{rel}: {'is a symlink' if src.is_symlink() else 'missing'} in the workspace; "
                             f"it must be a regular file")
             continue
-        _write_new(dest / rel, src.read_bytes())
+        try:
+            _write_new(dest / rel, read_untrusted(src, MAX_EDITABLE_BYTES))
+        except UntrustedFileError as e:
+            problems.append(f"{rel}: {e}")
     return problems
+
+
+def _text(value: Any, limit: int = 6000) -> str:
+    """A candidate-reported value as a message: a string, cut to its last `limit` characters (nested JSON from a
+    candidate must not reach the grade as a structure)."""
+    return str(value)[-limit:]
 
 
 def _write_new(path: Path, data: bytes) -> None:
@@ -190,15 +201,21 @@ class Grader:
     def start_worker(self, seed: int | None = None) -> None:
         """Start a warm worker (see worker.py). With `seed`, also prepare the grading of that seed while the agent
         works: the next `grade(workspace, seed)` then only imports and runs the candidate (harness.prepare: CUDA
-        start, inputs, the baseline's compilation and graphs; here: the reference outputs)."""
+        start, inputs, the baseline's compilation and graphs; here: the reference outputs). The worker's sandbox
+        then binds only that grading's directory, which the candidate therefore cannot rename or replace.
+
+        Without `seed` the worker may write anywhere under `work_dir`: it serves only `keep_worker` gradings,
+        which are of trusted code (the pristine original on unseen configs); `grade` uses it for nothing else."""
         self.stop_worker()
-        self.worker = GraderWorker(self.work_dir, [self.baseline_dir], self.config.sandbox,
-                                   gpu=not self.hardware.interpreter, env=self._harness_env())
         self._prepared = None
+        gdir = None
         if seed is not None:
             gdir = self._fresh_dir("grade")
             copy_public(self.task, gdir)
             _write_new(gdir / "request.json", json.dumps(self._request(gdir, seed)).encode())
+        self.worker = GraderWorker(gdir or self.work_dir, [self.baseline_dir], self.config.sandbox,
+                                   gpu=not self.hardware.interpreter, env=self._harness_env())
+        if gdir is not None:
             self.worker.prepare(gdir / "request.json")
             self._start_references(seed)
             self._prepared = (gdir, seed)
@@ -217,8 +234,8 @@ class Grader:
         if prepared is not None and prepared[1] == seed and self.worker is not None and self.worker.alive():
             gdir = prepared[0]  # prepared by start_worker: public files, request, references under way
         else:
-            if prepared is not None:
-                self.stop_worker()  # prepared for another seed: of no use
+            if not self.keep_worker:
+                self.stop_worker()  # prepared for another seed, or not prepared: a fresh process grades
             gdir = self._fresh_dir("grade")
             copy_public(self.task, gdir)
             _write_new(gdir / "request.json", json.dumps(self._request(gdir, seed)).encode())
@@ -253,14 +270,14 @@ class Grader:
         if problems:
             return Stage("compile", False, problems)
         if check.get("stage") == "compile":
-            return Stage("compile", False, [check.get("error") or "the candidate did not import"])
+            return Stage("compile", False, [_text(check.get("error") or "the candidate did not import")])
         return Stage("compile", True, ["module imported and kernels compiled", *self.launch_notes])
 
     def check_correctness(self, gdir: Path, check: dict, seed: int) -> tuple[Stage, list[dict]]:
         """Correctness gate: every seen config's output within the task's tolerance of the reference."""
         rows, messages = [], []
         if check.get("error"):
-            messages.append(str(check["error"]))
+            messages.append(_text(check["error"]))
         ran_configs = check.get("configs")
         by_index = dict(enumerate(ran_configs)) if isinstance(ran_configs, list) else {}
         for i, cfg in enumerate(self.configs):
@@ -269,7 +286,7 @@ class Grader:
             if not isinstance(ran, dict):
                 ran = {"ok": False, "error": "not run (the process ended early)"}
             if ran.get("ok") is not True:
-                row["error"] = str(ran.get("error"))
+                row["error"] = _text(ran.get("error"))
             else:
                 ok, msg, err = self._compared(gdir / "outputs.pt", i, seed + i)
                 row.update(correct=ok, max_abs_err=err, error=None if ok else msg)
@@ -296,7 +313,7 @@ class Grader:
         if not self.config.measure:
             return Stage("performance", None, ["not measured (measure=False)"]), None, True
         if not isinstance(res, dict) or res.get("stage") != "time":
-            return Stage("performance", False, [res.get("error") or "timing failed"]), None, True
+            return Stage("performance", False, [_text(res.get("error") or "timing failed")]), None, True
         spec, speedups, messages, flagged = self.task.spec, [], [], False
         timed = res.get("configs")
         if not isinstance(timed, list) or len(timed) != len(rows) or not all(isinstance(t, dict) for t in timed):
@@ -305,7 +322,7 @@ class Grader:
             cfg = row["config"]
             try:  # reported by the candidate's process: checked and summarized here
                 if t.get("ok") is not True:
-                    raise TimingError(str(t.get("error")))
+                    raise TimingError(_text(t.get("error")))
                 stats = summarize(t.get("baseline_runs_ms"), t.get("candidate_runs_ms"), self.config.rounds)
             except TimingError as e:
                 return Stage("performance", False, [f"{cfg}: timing failed: {e}"]), None, True
@@ -336,22 +353,26 @@ class Grader:
         return Stage("performance", not flagged, messages), (None if flagged else speedups), True
 
     # -- comparing the candidate's output files ------------------------------------------------
-    def _compared(self, path: Path, i: int, ref_seed: int) -> tuple[bool, str, float | None]:
+    def _compared(self, path: Path, i: int, ref_seed: int, final: bool = True) -> tuple[bool, str, float | None] | None:
         """`compare_outputs` of output `i` in the candidate-written file `path` (a dict saved by torch.save) with
         the reference of config `i` on seed `ref_seed`. Memoized: what `_compare_early` compared while the
-        candidate still ran is not compared again. Returns (ok, message, max_abs_err)."""
+        candidate still ran is not compared again. Returns (ok, message, max_abs_err); with `final=False`, None
+        where the file cannot be read yet (then nothing is remembered and the final call reads it again)."""
         with self._compare_lock:
             if (path, i) not in self._compares:
                 cfg = self.configs[i]
                 try:
                     if path not in self._files:  # outputs.pt holds every config's output: loaded once
                         self._files.clear()
-                        self._files[path] = load_tensors_untrusted(path, max_unpacked_bytes=self._max_output_bytes())
+                        cap = self._max_output_bytes()
+                        self._files[path] = load_tensors_untrusted(path, max_bytes=cap, max_unpacked_bytes=cap)
                     out = self._files[path].get(str(i))
                     result = (compare_outputs(out, self._reference(cfg, ref_seed), cfg,
                                               self.task.spec.tolerance[cfg["dtype"]]) if out is not None
                               else (False, "no output saved", None))
                 except UntrustedFileError as e:
+                    if not final:
+                        return None
                     result = (False, f"output unreadable: {e}", None)
                 self._compares[(path, i)] = result
             return self._compares[(path, i)]
@@ -363,10 +384,10 @@ class Grader:
         if not self.hardware.interpreter and self.config.measure:
             pending += [(gdir / f"timed_output-{i}.pt", i, verify_seed(seed, i)) for i in range(len(self.configs))]
         while pending and not done.is_set():
-            if os.path.lexists(pending[0][0]):
-                self._compared(*pending.pop(0))
-            else:
+            if not os.path.lexists(pending[0][0]):
                 done.wait(0.005)
+            elif self._compared(*pending.pop(0), final=False) is None:
+                return  # unreadable for now: left to the final comparison, after the process ended
 
     def _run_harness_comparing(self, gdir: Path, seed: int) -> tuple[dict, dict | None]:
         """`_run_harness`, with `_compare_early` working beside it."""
@@ -418,7 +439,8 @@ class Grader:
     def _request(self, gdir: Path, seed: int) -> dict:
         """The harness request for grading `gdir` (mode ``grade``: check, then timing on a GPU)."""
         return {"mode": "grade", "directory": str(gdir), "entry_point": self.task.spec.entry_point,
-                "input_builder": self.task.spec.input_builder, "configs": self.configs, "seed": seed,
+                "input_builder": self.task.spec.input_builder, "builder_directory": str(self.baseline_dir),
+                "configs": self.configs, "seed": seed,
                 "device": self.device, "result": str(gdir / "check_result.json"),
                 "time_result": str(gdir / "time_result.json"), "outputs": str(gdir / "outputs.pt"),
                 "timed_outputs": [str(gdir / f"timed_output-{i}.pt") for i in range(len(self.configs))],

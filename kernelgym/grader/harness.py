@@ -275,7 +275,8 @@ class Prepared:
 def prepare(req):
     """Everything that runs no candidate code: CUDA start, the check inputs (seed + i, as the parent builds
     them), and where the request times, the baseline's compilation, input pools and graphs. Returns `Prepared`."""
-    builder = load(req["input_builder"], req["directory"], "kernelgym_inputs")
+    # From the pristine copy (read-only in the sandbox), never from the grading directory the candidate can write.
+    builder = load(req["input_builder"], req.get("builder_directory") or req["directory"], "kernelgym_inputs")
     n = 1 if req["mode"] == "compile" else len(req["configs"])
     check_inputs = []
     for i, cfg in enumerate(req["configs"][:n]):

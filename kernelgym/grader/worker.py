@@ -11,6 +11,7 @@ import os
 import select
 import sys
 import time
+import weakref
 from pathlib import Path
 
 from kernelgym.sandbox import Limits, kill_group, make_sandbox
@@ -33,6 +34,8 @@ class GraderWorker:
                            # NVML-based availability check: the worker must not start CUDA before it forks.
                            env={**env, "PYTORCH_NVML_BASED_CUDA_CHECK": "1"})
         self.proc = box.popen([sys.executable, str(HARNESS), "--serve"], limits=Limits(timeout_s=24 * 3600))
+        # An env that is never closed must not leave its worker (and a prepared child's GPU memory) behind.
+        weakref.finalize(self, kill_group, self.proc)
 
     def _send(self, line: str) -> bool:
         try:
