@@ -58,7 +58,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     env = TrajectoryRecorder(env, run_dir / "trajectories.jsonl")
     hw = env.unwrapped.hardware
     console.print(f"[bold]{env.unwrapped.task.env_id}[/] with policy [bold]{args.policy}[/] on {hw.name}"
-                  + (" [yellow](CPU interpreter: correctness only, no meaningful timing)[/]" if hw.interpreter else ""))
+                  + (" [yellow]- correctness only, no meaningful timing[/]" if hw.interpreter else ""))
     console.print(f"run directory: {run_dir}")
     results = []
     for ep in range(args.episodes):

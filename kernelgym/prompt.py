@@ -29,7 +29,8 @@ def build_prompt(task: Task, hardware: HardwareProfile, workspace: Path, max_ste
     """The whole prompt as one string (Markdown)."""
     spec = task.spec
     timing = ("Timing: NOT measured (CPU Triton interpreter; the score has no speedup term)." if hardware.interpreter
-              else f"Timing: median device time over {hardware.name}, L2 flushed between runs.")
+              else f"Timing: device time on {hardware.name} (interquartile mean of the timed runs, interleaved "
+                   "with the baseline's, caches flushed before every run).")
     parts = [
         f"# Task {task.env_id}\n\n{ROLES.get(spec.kind, ROLES['triton2triton'])}",
         f"## Files\nEditable (only these are graded): {', '.join(spec.editable_files)}.\n"
@@ -50,7 +51,8 @@ def build_prompt(task: Task, hardware: HardwareProfile, workspace: Path, max_ste
         f"## Hardware: {hardware.name} ({hardware.arch})\nTriton launch options accepted here: "
         f"{', '.join(hardware.triton_launch_options)}.\n\n{hardware.reference_doc().strip()}",
         f"## Workspace\n{workspace}",
-        f"## How to work\n{ACTIONS}\n\nIterate: edit, run `python check.py`, keep what is correct and faster, "
-        "then submit your best version (you may try up to three optimization versions).",
+        f"## How to work\n{ACTIONS}\n\nIterate: edit, run `python check.py`, keep what is correct"
+        + (" (check.py cannot time anything on the interpreter)" if hardware.interpreter else " and faster")
+        + ", then submit your best version.",
     ]
     return "\n\n".join(parts) + "\n"
