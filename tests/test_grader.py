@@ -347,3 +347,15 @@ def test_input_builder_is_loaded_from_the_pristine_copy(tmp_path, require_bwrap,
         shutil.copy(TASK.root / rel, ws / rel)
     g = Grader(TASK, detect_profile("cpu-interpreter"), tmp_path / "grading", GraderConfig(warm_worker=False)).grade(ws, 2)
     assert g.score == 120.0, g.summary()
+
+
+def test_a_grader_dropped_without_stop_leaves_no_worker(tmp_path, require_bwrap):
+    import gc
+    grader = Grader(TASK, detect_profile("cpu-interpreter"), tmp_path / "grading")
+    grader.start_worker(seed=1)
+    proc = grader.worker.proc
+    assert proc.poll() is None
+    grader._ref_thread.join()  # the reference thread holds the grader until it is done (seconds)
+    del grader
+    gc.collect()
+    assert proc.poll() is not None  # killed and reaped by the worker's finalizer
