@@ -99,6 +99,10 @@ class KernelArenaEnv(gym.Env):
         super().reset(seed=seed)
         self.episode_id = f"{time.strftime('%Y%m%d-%H%M%S')}-{uuid.uuid4().hex[:8]}"
         self.episode_dir = self.run_dir / "episodes" / self.episode_id
+        # Owner-only: files the sandboxed agent or kernel made (even setuid ones, when run as root) are out of
+        # other host users' reach.
+        self.episode_dir.mkdir(parents=True, mode=0o700)
+        self.episode_dir.chmod(0o700)
         self.workspace = create_workspace(self.task, self.episode_dir / "workspace", self.hardware)
         # Outside the workspace: what `kernelgym unseen RUN_DIR` needs to replay this episode later.
         (self.episode_dir / "episode.json").write_text(json.dumps(

@@ -215,7 +215,11 @@ class BubblewrapSandbox(_Backend):
             elif os.path.isdir(top):
                 args += ["--ro-bind", top, top]
         # Private, size-capped /tmp and /dev/shm (RAM-backed: RLIMIT_AS does not cover them).
-        args += ["--proc", "/proc", "--dev", "/dev", "--size", str(self.limits.tmpfs_bytes), "--tmpfs", "/tmp",
+        # /proc/sys and /proc/sysrq-trigger read-only: a sandbox started by root is host uid 0 inside, and sysctl
+        # files check only that (kernel.core_pattern runs a program as host root), capabilities or not.
+        args += ["--proc", "/proc", "--ro-bind", "/proc/sys", "/proc/sys",
+                 "--ro-bind-try", "/proc/sysrq-trigger", "/proc/sysrq-trigger",
+                 "--dev", "/dev", "--size", str(self.limits.tmpfs_bytes), "--tmpfs", "/tmp",
                  "--size", str(self.limits.tmpfs_bytes), "--tmpfs", "/dev/shm"]
         # The Python running kernelgym (a venv or a pyenv build may live under a hidden home, or under /tmp:
         # bound after the private /tmp so it is not hidden by it).

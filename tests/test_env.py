@@ -129,3 +129,11 @@ def test_grader_follows_env_sandbox_choice(tmp_path):
     with pytest.warns(UserWarning):
         e = KernelArenaEnv(run_dir=tmp_path, hardware="cpu-interpreter", sandbox="none", grader=GraderConfig(reps=5))
     assert e.grader_config.sandbox == "none" and e.grader_config.reps == 5
+
+
+def test_episode_dirs_are_owner_only(env):
+    import stat
+    env.reset(seed=0)
+    assert stat.S_IMODE(env.episode_dir.stat().st_mode) == 0o700
+    grading = [d for d in (env.episode_dir / "grading").iterdir() if d.name.startswith("grade-")]
+    assert grading and all(stat.S_IMODE(d.stat().st_mode) == 0o700 for d in grading)

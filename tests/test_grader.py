@@ -359,3 +359,33 @@ def test_a_grader_dropped_without_stop_leaves_no_worker(tmp_path, require_bwrap)
     del grader
     gc.collect()
     assert proc.poll() is not None  # killed and reaped by the worker's finalizer
+
+
+RUN_ONCE_THEN_VANISH = BASELINE + '''
+import os as _os
+_d = _os.path.dirname(_os.path.abspath(__file__))
+with open(_os.path.join(_d, "runs.txt"), "a") as _f:
+    _f.write("run\\n")
+try:  # a forged "unprepared" reply, in the format the worker uses, without the token
+    with open("/proc/1/fd/1", "w") as _o:
+        _o.write("unprepared 1 0 " + _os.path.join(_d, "request.json") + "\\n")
+except OSError:
+    pass
+_os.unlink(_os.path.join(_d, "harness.log"))
+_os._exit(1)
+'''
+
+
+def test_a_candidate_gets_no_second_run(tmp_path, require_bwrap):
+    # Deleting its log, exiting early and forging the worker's reply used to buy a second run in a fresh process.
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    for rel in TASK.public_files():
+        shutil.copy(TASK.root / rel, ws / rel)
+    (ws / "kernel.py").write_text(RUN_ONCE_THEN_VANISH)
+    grader = Grader(TASK, detect_profile("cpu-interpreter"), tmp_path / "grading")
+    grader.start_worker(seed=4)
+    gdir = grader._prepared[0]
+    g = grader.grade(ws, seed=4)
+    assert (gdir / "runs.txt").read_text() == "run\n"
+    assert g.score == 0.0

@@ -118,3 +118,10 @@ def test_no_capabilities_and_binds_stay_read_only(box):
     assert "CapEff:\t0000000000000000" in r.output
     assert "REMOUNTED" not in r.output and "WROTE" not in r.output
     assert not Path("/usr/kg-escape").exists()
+
+
+def test_sysctls_are_read_only(box):
+    # Started by root, the sandbox is host uid 0 inside; sysctl files check only that (core_pattern -> host root).
+    r = box.run("cat /proc/sys/kernel/core_pattern > /tmp/v && cat /tmp/v > /proc/sys/kernel/core_pattern "
+                "&& echo WROTE_SYSCTL")
+    assert "WROTE_SYSCTL" not in r.output and r.returncode != 0

@@ -403,7 +403,7 @@ class Grader:
     # -- plumbing ------------------------------------------------------------------------------
     def _fresh_dir(self, prefix: str) -> Path:
         d = self.work_dir / f"{prefix}-{time.strftime('%Y%m%d-%H%M%S')}-{uuid.uuid4().hex[:6]}"
-        d.mkdir(parents=True)
+        d.mkdir(parents=True, mode=0o700)  # owner-only: what the candidate leaves there is out of other users' reach
         return d
 
     def _max_output_bytes(self) -> int:
@@ -457,15 +457,17 @@ class Grader:
         check_path, time_path = Path(request["result"]), Path(request["time_result"])
         timed_out, output = False, None
         if self.worker is not None and self.worker.alive():
-            code, timed_out = self.worker.request(gdir / "request.json", self.config.timeout_s)
+            code, timed_out, unprepared = self.worker.request(gdir / "request.json", self.config.timeout_s)
             if not self.keep_worker:
                 self.stop_worker()  # one grading per worker: nothing a candidate did to it outlives this grading
             try:
                 output = read_untrusted(gdir / "harness.log", 1 << 20).decode(errors="replace")
             except UntrustedFileError:
                 output = ""
-            if not timed_out and (code is None or PREPARED_MARKER not in output):
-                output = None  # the worker, or its preparation, failed before the candidate ran: use a fresh process
+            if unprepared:
+                output = None  # the preparation failed before any candidate code ran: a fresh process grades
+            # Otherwise the result stands, whatever it is: a candidate that killed the worker or deleted its log
+            # gets no second run (and no second chance at the grading directory's request).
         if output is None:
             sandbox = make_sandbox(self.config.sandbox, gdir, readonly=[HARNESS, self.baseline_dir],
                                    gpu=not self.hardware.interpreter, env=self._harness_env())

@@ -400,8 +400,9 @@ def finish(req, state):
         _phase("time", t)
 
 
-def main(path, go_fd=None):
-    """Serve the request at `path`: `prepare`, then (after a line on `go_fd`, when given) `finish`."""
+def main(path, go_fd=None, ready_fd=None):
+    """Serve the request at `path`: `prepare`, then (after saying so on `ready_fd` and reading a line on `go_fd`,
+    when given) `finish`."""
     with open(path) as f:
         req = json.load(f)
     t = time.monotonic()
@@ -409,6 +410,8 @@ def main(path, go_fd=None):
     _phase("prepare", t)
     print(PREPARED_MARKER, flush=True)
     if go_fd is not None:
+        os.write(ready_fd, b"ready")
+        os.close(ready_fd)
         go = os.read(go_fd, 16)
         os.close(go_fd)  # before any candidate code runs
         if not go.startswith(b"go"):
@@ -416,7 +419,7 @@ def main(path, go_fd=None):
     finish(req, state)
 
 
-def _child(path, go_fd, close_fds):
+def _child(path, go_fd, ready_fd, close_fds):
     """In a forked child of the worker: log to ``harness.log`` beside the request, let go of the worker's pipes
     (before any candidate code runs), serve `path`, and exit."""
     code = 1
@@ -427,7 +430,7 @@ def _child(path, go_fd, close_fds):
         os.dup2(log, 1)
         os.dup2(log, 2)
         os.dup2(os.open(os.devnull, os.O_RDONLY), 0)
-        main(path, go_fd)
+        main(path, go_fd, ready_fd)
         code = 0
     except BaseException:  # noqa: BLE001
         traceback.print_exc()
@@ -442,8 +445,10 @@ def serve():
 
     - ``prepare PATH``: fork a child that runs `prepare` for the request at PATH (CUDA start, inputs, the
       baseline's graphs), then waits;
-    - ``run PATH``: let the child prepared for PATH go on (or fork one that does both), wait for it, and answer
-      ``done <exit code> PATH``.
+    - ``run TOKEN PATH``: let the child prepared for PATH go on (or fork one that does both), wait for it, and
+      answer ``done <exit code> TOKEN PATH``; or, where the prepared child died before it was ready (no candidate
+      code ran), ``unprepared <exit code> TOKEN PATH``, which the parent may retry elsewhere. Once a candidate has run, its
+      result is final: it cannot earn a second run by killing the worker or deleting its log.
 
     Each child starts CUDA itself (CUDA does not survive a fork) and logs to ``harness.log`` beside its request."""
     import ctypes
@@ -454,30 +459,40 @@ def serve():
     # /proc/<pid>/mem to change how later requests are served.
     PR_SET_DUMPABLE = 4
     ctypes.CDLL(None).prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)
-    waiting = {}  # request path -> (pid of its prepared child, write end of its go pipe)
+    waiting = {}  # request path -> (pid of its prepared child, write end of its go pipe, read end of its ready pipe)
     for line in sys.stdin:
         command, _, path = line.strip().partition(" ")
+        token = None
+        if command == "run":
+            token, _, path = path.partition(" ")
         if command not in ("prepare", "run") or not path:
             continue
+        answer = "done"
         if command == "run" and path in waiting:
-            pid, go = waiting.pop(path)
-            try:
-                os.write(go, b"go\n")
-            except OSError:
-                pass
+            pid, go, ready = waiting.pop(path)
+            if os.read(ready, 8) == b"ready":  # blocks until the child has prepared (or died trying)
+                try:
+                    os.write(go, b"go\n")
+                except OSError:
+                    pass
+            else:
+                answer = "unprepared"
             os.close(go)
+            os.close(ready)
         else:
-            read_end, go = os.pipe() if command == "prepare" else (None, None)
+            go_read, go = os.pipe() if command == "prepare" else (None, None)
+            ready, ready_write = os.pipe() if command == "prepare" else (None, None)
             pid = os.fork()
             if pid == 0:
-                others = [w for _, w in waiting.values()] + ([go] if go is not None else [])
-                _child(path, read_end, others)
+                others = [fd for entry in waiting.values() for fd in entry[1:]] + [fd for fd in (go, ready) if fd]
+                _child(path, go_read, ready_write, others)
             if command == "prepare":
-                os.close(read_end)
-                waiting[path] = (pid, go)
+                os.close(go_read)
+                os.close(ready_write)
+                waiting[path] = (pid, go, ready)
                 continue
         _, status = os.waitpid(pid, 0)
-        print(f"done {os.waitstatus_to_exitcode(status)} {path}", flush=True)
+        print(f"{answer} {os.waitstatus_to_exitcode(status)} {token} {path}", flush=True)
 
 
 if __name__ == "__main__":

@@ -8,6 +8,7 @@ after its grading: anything a candidate does to the worker cannot reach another 
 from __future__ import annotations
 
 import os
+import secrets
 import select
 import sys
 import time
@@ -53,33 +54,38 @@ class GraderWorker:
         """Whether the worker process is still running."""
         return self.proc.poll() is None
 
-    def request(self, request_path: Path, timeout_s: float) -> tuple[int | None, bool]:
-        """Serve one request (prepared or not). Returns (child exit code or None, timed_out). On a timeout the
-        worker is killed (and with it the child)."""
-        if not self.alive() or not self._send(f"run {request_path}"):
-            return None, False
+    def request(self, request_path: Path, timeout_s: float) -> tuple[int | None, bool, bool]:
+        """Serve one request (prepared or not). Returns (child exit code or None, timed_out, unprepared):
+        `unprepared` is True only where the prepared child died before it was ready, so no candidate code ran
+        and the request may be served elsewhere. On a timeout the worker is killed (and with it the child).
+
+        The reply must carry a token sent with this request: a candidate can write to the worker's stdout
+        (through bwrap's pid 1) but never saw the token, which the worker read before the candidate started."""
+        token = secrets.token_hex(16)
+        if not self.alive() or not self._send(f"run {token} {request_path}"):
+            return None, False, False
         # Read raw bytes with the deadline checked on every chunk and the buffer capped: a candidate can reach
         # the worker's stdout through bwrap's pid 1 (/proc/1/fd/1) and write forever without a newline.
         deadline = time.monotonic() + timeout_s
         fd, buf = self.proc.stdout.fileno(), b""
-        want = f" {request_path}".encode()
         while True:
             left = deadline - time.monotonic()
             if left <= 0:
                 self.stop()
-                return None, True
+                return None, True, False
             ready, _, _ = select.select([fd], [], [], left)
             if not ready:
                 continue
             chunk = os.read(fd, 65536)
             if not chunk:  # the worker died
-                return None, False
+                return None, False, False
             buf = (buf + chunk)[-MAX_REPLY_BYTES:]
             for line in buf.split(b"\n")[:-1]:
-                parts = line.split(b" ", 2)
-                if len(parts) == 3 and parts[0] == b"done" and line.endswith(want):
+                parts = line.split(b" ", 3)
+                if (len(parts) == 4 and parts[0] in (b"done", b"unprepared") and parts[2] == token.encode()
+                        and parts[3] == str(request_path).encode()):
                     try:
-                        return int(parts[1]), False
+                        return int(parts[1]), False, parts[0] == b"unprepared"
                     except ValueError:
                         pass
             buf = buf.rsplit(b"\n", 1)[-1]
