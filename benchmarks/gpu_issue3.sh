@@ -1,6 +1,6 @@
 # Issue 3 on the H200: sandbox tests, an env episode (prepared grading, profile action), the timing-bias
 # experiment and benchmarks (a), (b), (c). Output to $OUT. ONLY picks benchmarks (default abc); BIAS=0 skips
-# the bias experiment; N sets (a)'s gradings.
+# the bias experiment, BIAS_GRADING=1 adds the grading-sequence one; N sets (a)'s gradings.
 source benchmarks/gpu_setup.sh
 OUT=${OUT:-/tmp/out}; mkdir -p $OUT
 {
@@ -19,5 +19,6 @@ print("baseline submit via env:", r, "elapsed", round(g["elapsed_s"], 2), g["pha
 e.close()
 PY
 [ "${BIAS:-1}" = 1 ] && python3 benchmarks/timing_bias.py --n ${BIAS_N:-10} --out $OUT/timing_bias.json
+[ "${BIAS_GRADING:-0}" = 1 ] && (cd benchmarks && python3 timing_bias_grading.py --n ${BIAS_N:-10} --out $OUT/timing_bias_grading.json)
 python3 benchmarks/grading.py --n ${N:-20} --latency-n 3 --only ${ONLY:-abc} --out $OUT/grading.json
 } 2>&1 | tee $OUT/gpu_issue3.log
