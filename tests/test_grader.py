@@ -389,3 +389,45 @@ def test_a_candidate_gets_no_second_run(tmp_path, require_bwrap):
     g = grader.grade(ws, seed=4)
     assert (gdir / "runs.txt").read_text() == "run\n"
     assert g.score == 0.0
+
+
+STEAL_THE_REPLY = """
+import os as _os, time as _time
+_D = _os.path.dirname(_os.path.abspath(__file__))
+with open(_os.path.join(_D, "runs.txt"), "a") as _f:
+    _f.write("run\\n")
+for _k in range(4):  # leftover readers on the worker's reply pipe, forging 'unprepared' with the stolen token
+    if _os.fork() == 0:
+        if _os.fork() == 0:
+            _os.setsid()
+            _r, _buf = _os.open("/proc/1/fd/1", _os.O_RDONLY), b""
+            while True:
+                _c = _os.read(_r, 65536)
+                if not _c:
+                    _os._exit(0)
+                _buf += _c
+                _p = _buf.split(b"\\n")[0].split(b" ", 3)
+                if len(_p) == 4 and _p[0] == b"done":
+                    _w = _os.open("/proc/1/fd/1", _os.O_WRONLY)
+                    for _ in range(100):
+                        _os.write(_w, b"unprepared " + _p[1] + b" " + _p[2] + b" " + _p[3] + b"\\n")
+                        _time.sleep(0.002)
+                    _os._exit(0)
+        _os._exit(0)
+    _os.wait()
+""" + BASELINE
+
+
+@pytest.mark.timeout(300)
+def test_leftover_processes_cannot_steal_or_forge_the_workers_reply(tmp_path, require_bwrap):
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    for rel in TASK.public_files():
+        shutil.copy(TASK.root / rel, ws / rel)
+    (ws / "kernel.py").write_text(STEAL_THE_REPLY)
+    grader = Grader(TASK, detect_profile("cpu-interpreter"), tmp_path / "grading", GraderConfig(timeout_s=60.0))
+    grader.start_worker(seed=5)
+    gdir = grader._prepared[0]
+    g = grader.grade(ws, seed=5)
+    assert (gdir / "runs.txt").read_text() == "run\n"  # one run: no forged 'unprepared' was taken
+    assert g.score == 120.0 and g.elapsed_s < 50  # graded as the baseline it is, without waiting for a timeout

@@ -466,6 +466,8 @@ class Grader:
                 output = ""
             if unprepared:
                 output = None  # the preparation failed before any candidate code ran: a fresh process grades
+                (gdir / "request.json").unlink(missing_ok=True)  # rewritten by the parent, not read back from the grading dir
+                _write_new(gdir / "request.json", json.dumps(request).encode())
             # Otherwise the result stands, whatever it is: a candidate that killed the worker or deleted its log
             # gets no second run (and no second chance at the grading directory's request).
         if output is None:

@@ -25,6 +25,7 @@ timer's functions are bound before the candidate is imported, and the parent san
 import importlib.util
 import json
 import os
+import signal
 import sys
 import time
 import traceback
@@ -440,7 +441,27 @@ def _child(path, go_fd, ready_fd, close_fds):
         os._exit(code)
 
 
-def serve():
+def _kill_others(timeout_s=5.0):
+    """Kill every process in this pid namespace but this one and pid 1, and wait until they are gone: whatever
+    the candidate left running could otherwise read the worker's reply (and its token) through bwrap's pid 1
+    (/proc/1/fd/1), or swallow it. Only for a worker alone in its own pid namespace (``--kill-others``)."""
+    me, deadline = os.getpid(), time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if not [d for d in os.listdir("/proc") if d.isdigit() and int(d) not in (1, me)]:
+            return
+        try:
+            os.kill(-1, signal.SIGKILL)  # spares the caller and pid 1
+        except OSError:
+            pass
+        try:
+            while os.waitpid(-1, os.WNOHANG)[0] > 0:  # our own children: reaped here, the rest by pid 1
+                pass
+        except ChildProcessError:
+            pass
+        time.sleep(0.005)
+
+
+def serve(kill_others=False):
     """Warm worker: torch and triton imported, CUDA not started. Reads commands from stdin, one per line:
 
     - ``prepare PATH``: fork a child that runs `prepare` for the request at PATH (CUDA start, inputs, the
@@ -492,8 +513,11 @@ def serve():
                 waiting[path] = (pid, go, ready)
                 continue
         _, status = os.waitpid(pid, 0)
-        print(f"{answer} {os.waitstatus_to_exitcode(status)} {token} {path}", flush=True)
+        if kill_others:
+            _kill_others()
+        # One write: a reply split over two writes could be read in halves.
+        os.write(1, f"{answer} {os.waitstatus_to_exitcode(status)} {token} {path}\n".encode())
 
 
 if __name__ == "__main__":
-    serve() if sys.argv[1] == "--serve" else main(sys.argv[1])
+    serve("--kill-others" in sys.argv) if sys.argv[1] == "--serve" else main(sys.argv[1])

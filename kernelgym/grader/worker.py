@@ -34,7 +34,10 @@ class GraderWorker:
         box = make_sandbox(sandbox, root, readonly=[HARNESS, *readonly], gpu=gpu,
                            # NVML-based availability check: the worker must not start CUDA before it forks.
                            env={**env, "PYTORCH_NVML_BASED_CUDA_CHECK": "1"})
-        self.proc = box.popen([sys.executable, str(HARNESS), "--serve"], limits=Limits(timeout_s=24 * 3600))
+        # In bwrap the worker has a pid namespace of its own, so it may kill everything else in it after each run
+        # (`--kill-others`); never without one (sandbox "none"), where that would be every process of the user.
+        argv = [sys.executable, str(HARNESS), "--serve"] + (["--kill-others"] if sandbox == "bwrap" else [])
+        self.proc = box.popen(argv, limits=Limits(timeout_s=24 * 3600))
         # An env that is never closed must not leave its worker (and a prepared child's GPU memory) behind.
         weakref.finalize(self, kill_group, self.proc)
 
