@@ -51,7 +51,8 @@ def main():
         for variant in ("as-graded", "no-check", "same-module"):
             req = request(task, hw, copy, work, seed=rep)
             state = H.prepare(req)
-            cand = H.load(task.spec.entry_point, str(task.root), "kernelgym_baseline") if variant == "same-module" \
+            # same-module: the very function object the baseline's graphs were captured from
+            cand = next(t[4].fn for t in state.timing if not isinstance(t[4], str)) if variant == "same-module" \
                 else cand_copy
             if variant == "as-graded":
                 H.check(req, cand, state.check_inputs)
