@@ -15,6 +15,17 @@ TASK = get_task("triton-rmsnorm")
 BASELINE = (TASK.root / "kernel.py").read_text()
 
 
+def workspace(tmp_path, source=None, name="ws"):
+    """A workspace under `tmp_path` with the task's public files, and `source` as kernel.py when given."""
+    ws = tmp_path / name
+    ws.mkdir()
+    for rel in TASK.public_files():
+        shutil.copy(TASK.root / rel, ws / rel)
+    if source is not None:
+        (ws / "kernel.py").write_text(source)
+    return ws
+
+
 @pytest.fixture
 def grade(tmp_path, require_bwrap):
     """grade(kernel_source) -> Grade for a workspace holding that kernel.py."""
@@ -234,11 +245,7 @@ def _flood():
             f.flush()
 _t.Thread(target=_flood, daemon=True).start()
 '''
-    ws = tmp_path / "ws"
-    ws.mkdir()
-    for rel in TASK.public_files():
-        shutil.copy(TASK.root / rel, ws / rel)
-    (ws / "kernel.py").write_text(src)
+    ws = workspace(tmp_path, src)
     grader = Grader(TASK, detect_profile("cpu-interpreter"), tmp_path / "grading", GraderConfig(timeout_s=20.0))
     grader.start_worker(seed=0)  # the prepared path, as the env uses it
     g = grader.grade(ws, seed=0)
@@ -257,10 +264,7 @@ def test_pytorch_fallback_without_a_triton_launch_fails(grade):
 
 @pytest.mark.timeout(300)
 def test_prepared_grading_matches_a_cold_one(tmp_path, require_bwrap):
-    ws = tmp_path / "ws"
-    ws.mkdir()
-    for rel in TASK.public_files():
-        shutil.copy(TASK.root / rel, ws / rel)
+    ws = workspace(tmp_path)
     hw = detect_profile("cpu-interpreter")
     cold = Grader(TASK, hw, tmp_path / "cold", GraderConfig(warm_worker=False)).grade(ws, seed=11)
     grader = Grader(TASK, hw, tmp_path / "warm")
@@ -292,11 +296,7 @@ except OSError as _e:
 
 @pytest.mark.parametrize("prepared", [True, False])
 def test_candidate_cannot_rename_or_replace_its_grading_dir(tmp_path, require_bwrap, prepared):
-    ws = tmp_path / "ws"
-    ws.mkdir()
-    for rel in TASK.public_files():
-        shutil.copy(TASK.root / rel, ws / rel)
-    (ws / "kernel.py").write_text(SWAP_GRADING_DIR)
+    ws = workspace(tmp_path, SWAP_GRADING_DIR)
     grader = Grader(TASK, detect_profile("cpu-interpreter"), tmp_path / "grading", GraderConfig(warm_worker=prepared))
     if prepared:
         grader.start_worker(seed=3)
@@ -320,10 +320,7 @@ _os._exit(0)
 
 
 def test_huge_or_special_kernel_files_are_problems_not_crashes(grade, tmp_path):
-    ws = tmp_path / "ws-huge"
-    ws.mkdir()
-    for rel in TASK.public_files():
-        shutil.copy(TASK.root / rel, ws / rel)
+    ws = workspace(tmp_path, name="ws-huge")
     with open(ws / "kernel.py", "wb") as f:
         f.truncate(64 << 20)  # sparse: nearly no disk, 64 MiB to read
     g = Grader(TASK, detect_profile("cpu-interpreter"), tmp_path / "grading-huge").grade(ws, seed=1)
@@ -341,10 +338,7 @@ def test_input_builder_is_loaded_from_the_pristine_copy(tmp_path, require_bwrap,
             (dest / "reference.py").write_text((TASK.root / "reference.py").read_text().replace(
                 "x = torch.randn(", "x = 0 * torch.randn("))
     monkeypatch.setattr(grader_module, "copy_public", tampered)
-    ws = tmp_path / "ws"
-    ws.mkdir()
-    for rel in TASK.public_files():
-        shutil.copy(TASK.root / rel, ws / rel)
+    ws = workspace(tmp_path)
     g = Grader(TASK, detect_profile("cpu-interpreter"), tmp_path / "grading", GraderConfig(warm_worker=False)).grade(ws, 2)
     assert g.score == 120.0, g.summary()
 
@@ -378,11 +372,7 @@ _os._exit(1)
 
 def test_a_candidate_gets_no_second_run(tmp_path, require_bwrap):
     # Deleting its log, exiting early and forging the worker's reply used to buy a second run in a fresh process.
-    ws = tmp_path / "ws"
-    ws.mkdir()
-    for rel in TASK.public_files():
-        shutil.copy(TASK.root / rel, ws / rel)
-    (ws / "kernel.py").write_text(RUN_ONCE_THEN_VANISH)
+    ws = workspace(tmp_path, RUN_ONCE_THEN_VANISH)
     grader = Grader(TASK, detect_profile("cpu-interpreter"), tmp_path / "grading")
     grader.start_worker(seed=4)
     gdir = grader._prepared[0]
@@ -420,11 +410,7 @@ for _k in range(4):  # leftover readers on the worker's reply pipe, forging 'unp
 
 @pytest.mark.timeout(300)
 def test_leftover_processes_cannot_steal_or_forge_the_workers_reply(tmp_path, require_bwrap):
-    ws = tmp_path / "ws"
-    ws.mkdir()
-    for rel in TASK.public_files():
-        shutil.copy(TASK.root / rel, ws / rel)
-    (ws / "kernel.py").write_text(STEAL_THE_REPLY)
+    ws = workspace(tmp_path, STEAL_THE_REPLY)
     grader = Grader(TASK, detect_profile("cpu-interpreter"), tmp_path / "grading", GraderConfig(timeout_s=60.0))
     grader.start_worker(seed=5)
     gdir = grader._prepared[0]
