@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from kernelgym.grader import Grader
-from kernelgym.grader.grader import verify_seed
+from kernelgym.grader.grader import timed_output_path, verify_seed
 from kernelgym.grader.reference import load_reference
 from kernelgym.hardware import all_profiles
 from kernelgym.task import get_task
@@ -46,7 +46,7 @@ def fake_grader(tmp_path, monkeypatch, times, wrong_timed=False, hardware=H200):
             touts[str(i)] = (reference(x, w, eps) * (0 if wrong_timed else 1)).to(x.dtype)
         save(outs, gdir / "outputs.pt")  # whole or not at all, as the harness writes them
         for i, out in touts.items():
-            save({i: out}, gdir / f"timed_output-{i}.pt")
+            save({i: out}, timed_output_path(gdir, int(i)))
         check = {"stage": "check", "ok": True, "error": None,
                  "configs": [{"config": c, "ok": True, "error": None} for c in g.configs]}
         timed = {"stage": "time", "ok": True, "persisting_l2_reset": True, "configs": [

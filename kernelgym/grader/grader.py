@@ -127,6 +127,11 @@ def verify_seed(seed: int, index: int) -> int:
     return seed + 1000 + index
 
 
+def timed_output_path(gdir: Path, index: int) -> Path:
+    """Where the harness saves the timed path's output of config `index` (one file per config)."""
+    return gdir / f"timed_output-{index}.pt"
+
+
 def copy_candidate(task: Task, workspace: Path, dest: Path) -> list[str]:
     """Build a grading directory: the editable files from `workspace`, every other public file pristine
     from the task. Returns problems (empty when fine); a symlink or a missing editable file is one."""
@@ -208,11 +213,7 @@ class Grader:
         which are of trusted code (the pristine original on unseen configs); `grade` uses it for nothing else."""
         self.stop_worker()
         self._prepared = None
-        gdir = None
-        if seed is not None:
-            gdir = self._fresh_dir("grade")
-            copy_public(self.task, gdir)
-            _write_new(gdir / "request.json", json.dumps(self._request(gdir, seed)).encode())
+        gdir = self._new_grading_dir(seed) if seed is not None else None
         self.worker = GraderWorker(gdir or self.work_dir, [self.baseline_dir], self.config.sandbox,
                                    gpu=not self.hardware.interpreter, env=self._harness_env())
         if gdir is not None:
@@ -236,9 +237,7 @@ class Grader:
         else:
             if not self.keep_worker:
                 self.stop_worker()  # prepared for another seed, or not prepared: a fresh process grades
-            gdir = self._fresh_dir("grade")
-            copy_public(self.task, gdir)
-            _write_new(gdir / "request.json", json.dumps(self._request(gdir, seed)).encode())
+            gdir = self._new_grading_dir(seed)
             self._start_references(seed)  # computed in the background while the candidate runs
         problems = copy_editable(self.task, Path(workspace).resolve(), gdir)
         self.launch_notes = [n for rel in self.task.spec.editable_files if (gdir / rel).is_file()
@@ -326,7 +325,7 @@ class Grader:
                 stats = summarize(t.get("baseline_runs_ms"), t.get("candidate_runs_ms"), self.config.rounds)
             except TimingError as e:
                 return Stage("performance", False, [f"{cfg}: timing failed: {e}"]), None, True
-            ok, msg, _ = self._compared(gdir / f"timed_output-{i}.pt", i, verify_seed(seed, i))
+            ok, msg, _ = self._compared(timed_output_path(gdir, i), i, verify_seed(seed, i))
             if not ok:
                 # Blocks kernels that are honest while checked and cheap while timed.
                 row.update(correct=False, error=f"output of the timed path is wrong: {msg}")
@@ -382,7 +381,7 @@ class Grader:
         harness writes them whole, by rename), so little comparing is left when the process ends."""
         pending = [(gdir / "outputs.pt", i, seed + i) for i in range(len(self.configs))]
         if not self.hardware.interpreter and self.config.measure:
-            pending += [(gdir / f"timed_output-{i}.pt", i, verify_seed(seed, i)) for i in range(len(self.configs))]
+            pending += [(timed_output_path(gdir, i), i, verify_seed(seed, i)) for i in range(len(self.configs))]
         while pending and not done.is_set():
             if not os.path.lexists(pending[0][0]):
                 done.wait(0.005)
@@ -405,6 +404,14 @@ class Grader:
         d = self.work_dir / f"{prefix}-{time.strftime('%Y%m%d-%H%M%S')}-{uuid.uuid4().hex[:6]}"
         d.mkdir(parents=True, mode=0o700)  # owner-only: what the candidate leaves there is out of other users' reach
         return d
+
+    def _new_grading_dir(self, seed: int) -> Path:
+        """A fresh grading directory with the task's pristine public files and the harness request for `seed`;
+        the editable files are copied in at grading time."""
+        gdir = self._fresh_dir("grade")
+        copy_public(self.task, gdir)
+        _write_new(gdir / "request.json", json.dumps(self._request(gdir, seed)).encode())
+        return gdir
 
     def _max_output_bytes(self) -> int:
         """Generous cap on what the candidate's outputs may unpack to: 8 bytes per reference element, plus 16 MB."""
@@ -443,7 +450,7 @@ class Grader:
                 "configs": self.configs, "seed": seed,
                 "device": self.device, "result": str(gdir / "check_result.json"),
                 "time_result": str(gdir / "time_result.json"), "outputs": str(gdir / "outputs.pt"),
-                "timed_outputs": [str(gdir / f"timed_output-{i}.pt") for i in range(len(self.configs))],
+                "timed_outputs": [str(timed_output_path(gdir, i)) for i in range(len(self.configs))],
                 "baseline_directory": None if self.hardware.interpreter or not self.config.measure
                 else str(self.baseline_dir),
                 "warmup": self.config.warmup, "reps": self.config.reps, "rounds": self.config.rounds,
