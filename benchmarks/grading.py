@@ -130,17 +130,33 @@ def harness_phases(grade_dir):
     return phases
 
 
+def timed_worker_calls(worker):
+    """Wrap `worker`'s request and stop to record their durations (s) in the returned dict: request minus the
+    harness's own phases is the hand-off (commands, pipes, the child's exit where it is waited for)."""
+    marks = {}
+    for name in ("request", "stop"):
+        def timed(*args, _orig=getattr(worker, name), _name=name, **kwargs):
+            t = time.monotonic()
+            try:
+                return _orig(*args, **kwargs)
+            finally:
+                marks[_name + "_s"] = time.monotonic() - t
+        setattr(worker, name, timed)
+    return marks
+
+
 def latency(task, hw, n):
     warm, cold, phases = [], [], []
     for i in range(n):
         grader = prepared(task, hw, seed=i)  # the agent's turn: the worker prepares meanwhile
         gdir = grader._prepared[0]
         ws = workspace(task)
+        marks = timed_worker_calls(grader.worker)
         t0 = time.monotonic()
         g = grader.grade(ws, seed=i)
         warm.append(time.monotonic() - t0)
         assert g.correct, g.summary()
-        phases.append({"parent": g.phases_s, "harness": harness_phases(gdir)})
+        phases.append({"parent": g.phases_s, "worker": marks, "harness": harness_phases(gdir)})
         # The same grading as three cold sandboxed processes: compile, correctness, performance.
         cdir = Path(tempfile.mkdtemp(prefix="kg-3p-"))
         shutil.copytree(grader.baseline_dir, cdir / "c")

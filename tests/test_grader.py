@@ -417,3 +417,20 @@ def test_leftover_processes_cannot_steal_or_forge_the_workers_reply(tmp_path, re
     g = grader.grade(ws, seed=5)
     assert (gdir / "runs.txt").read_text() == "run\n"  # one run: no forged 'unprepared' was taken
     assert g.score == 120.0 and g.elapsed_s < 50  # graded as the baseline it is, without waiting for a timeout
+
+
+SLOW_EXIT = BASELINE + '''
+import os as _os, time as _time
+_real_exit = _os._exit
+_os._exit = lambda code: (_time.sleep(60), _real_exit(code))  # the process lingers after its results are written
+'''
+
+
+@pytest.mark.timeout(120)
+def test_the_prepared_worker_answers_when_the_results_are_written_not_at_exit(tmp_path, require_bwrap):
+    # A CUDA process takes hundreds of ms to exit; the reward must not wait for that (here: a 60 s exit).
+    ws = workspace(tmp_path, SLOW_EXIT)
+    grader = Grader(TASK, detect_profile("cpu-interpreter"), tmp_path / "grading", GraderConfig(timeout_s=40.0))
+    grader.start_worker(seed=6)
+    g = grader.grade(ws, seed=6)
+    assert g.score == 120.0 and g.elapsed_s < 30, g.summary()

@@ -383,9 +383,12 @@ class Grader:
         if not self.hardware.interpreter and self.config.measure:
             pending += [(timed_output_path(gdir, i), i, verify_seed(seed, i)) for i in range(len(self.configs))]
         while pending and not done.is_set():
-            if not os.path.lexists(pending[0][0]):
+            ready = next((p for p in pending if os.path.lexists(p[0])), None)  # in whatever order they come
+            if ready is None:
                 done.wait(0.005)
-            elif self._compared(*pending.pop(0), final=False) is None:
+                continue
+            pending.remove(ready)
+            if self._compared(*ready, final=False) is None:
                 return  # unreadable for now: left to the final comparison, after the process ended
 
     def _run_harness_comparing(self, gdir: Path, seed: int) -> tuple[dict, dict | None]:

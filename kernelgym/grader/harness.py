@@ -25,6 +25,7 @@ timer's functions are bound before the candidate is imported, and the parent san
 import importlib.util
 import json
 import os
+import select
 import signal
 import sys
 import time
@@ -38,15 +39,22 @@ _GPU = torch.cuda.is_available()
 _Event = torch.cuda.Event if _GPU else None
 _record = torch.cuda.Event.record if _GPU else None
 _elapsed = torch.cuda.Event.elapsed_time if _GPU else None
+_event_sync = torch.cuda.Event.synchronize if _GPU else None
 _synchronize = torch.cuda.synchronize if _GPU else None
 _CUDAGraph = torch.cuda.CUDAGraph if _GPU else None
 _replay = torch.cuda.CUDAGraph.replay if _GPU else None
 _sum = torch.Tensor.sum
 _copy = torch.Tensor.copy_
+try:
+    import torch.utils.serialization
+    torch.utils.serialization.config.save.compute_crc32 = False  # see _save
+except (ImportError, AttributeError):
+    pass
 
 
 IMPORTED_MARKER = "[harness] candidate imported"
 PREPARED_MARKER = "[harness] prepared"
+FINISHED = b"finished"
 
 
 def load(ref, directory, name):
@@ -119,7 +127,7 @@ def check(req, fn, inputs):
                 _synchronize()
             if not isinstance(out, torch.Tensor):
                 raise TypeError(f"kernel returned {type(out).__name__}, expected a torch.Tensor")
-            outputs[str(i)] = out.detach().to("cpu").clone()
+            outputs[str(i)] = out.detach().to("cpu", copy=True)
         except Exception as exc:  # noqa: BLE001 - a failing kernel is data
             if is_compile_error(exc):
                 return {"stage": "compile", "ok": False, "error": tb(), "configs": configs}
@@ -235,24 +243,40 @@ def time_pair(base, cand, pool, flush, reps, rounds, reset_l2):
     if reset_l2 is not None:
         reset_l2()
     k = 1  # pool[0] (the verification inputs) comes last in each cycle, never right before verification
+
+    def stage(t):  # fresh inputs and the flush, queued before the run they are for
+        nonlocal k
+        t.refresh(pool[k % len(pool)])
+        k += 1
+        if flush is not None:
+            # Evict by reading (flush_bytes >= 2 x the last-level cache): the lines left behind are clean,
+            # so the timed kernel pays no write-back of the flush's own data (a write-based flush did:
+            # ratios came out 2-12% below ncu's, whose cache control leaves clean caches).
+            _sum(flush)
+
     for r in range(rounds):
         order = (("baseline", base), ("candidate", cand)) if r % 2 == 0 else (("candidate", cand), ("baseline", base))
+        if inner:
+            # Pipelined: the next run's refresh and flush are queued behind this run before waiting for it, so
+            # the GPU works through them while the host reads this run's events and launches the next graph. The
+            # events in a graph are re-recorded by its next replay, so each run is read before that is queued.
+            runs = [(who, t) for who, t in order for _ in range(per_round)]
+            done = _Event()
+            stage(runs[0][1])
+            for j, (who, t) in enumerate(runs):
+                _replay(t.graph)
+                _record(done)
+                if j + 1 < len(runs):
+                    stage(runs[j + 1][1])
+                _event_sync(done)
+                times[who].append(_elapsed(t.start, t.end))
+            _synchronize()
+            continue
         for who, t in order:
-            starts = [_Event(enable_timing=True) for _ in range(0 if inner else per_round)]
-            ends = [_Event(enable_timing=True) for _ in range(0 if inner else per_round)]
+            starts = [_Event(enable_timing=True) for _ in range(per_round)]
+            ends = [_Event(enable_timing=True) for _ in range(per_round)]
             for j in range(per_round):
-                t.refresh(pool[k % len(pool)])
-                k += 1
-                if flush is not None:
-                    # Evict by reading (flush_bytes >= 2 x the last-level cache): the lines left behind are clean,
-                    # so the timed kernel pays no write-back of the flush's own data (a write-based flush did:
-                    # ratios came out 2-12% below ncu's, whose cache control leaves clean caches).
-                    _sum(flush)
-                if inner:
-                    _replay(t.graph)
-                    _synchronize()
-                    times[who].append(_elapsed(t.start, t.end))
-                    continue
+                stage(t)
                 _record(starts[j])
                 t.call()
                 if t.graph is None:
@@ -327,16 +351,23 @@ def _perturb(a, gen):
     return _clone(a)
 
 
+def _input_bytes(timing):
+    return sum(a.numel() * a.element_size() for a in _tensors(timing[2] or ()))
+
+
 def run_timing(req, state, cand_fn):
     """Time the candidate against the prepared baseline on every config; save its timed-path output per config
-    (``timed_outputs[i]``) as soon as that config is done."""
-    results = []
-    for i, (cfg, pool, static, graph_pool, base) in enumerate(state.timing):
+    (``timed_outputs[i]``) as soon as that config is done. Configs are timed largest first, so the parent reads
+    and compares the largest outputs while the smaller configs are being timed; results are in config order."""
+    results = {}
+    order = sorted(range(len(state.timing)), key=lambda i: -_input_bytes(state.timing[i]))
+    for i in order:
+        cfg, pool, static, graph_pool, base = state.timing[i]
         t = time.monotonic()
         entry = {"config": cfg, "ok": False, "error": None}
         if isinstance(base, str):
             entry["error"] = "baseline failed: " + base
-            results.append(entry)
+            results[i] = entry
             continue
         try:
             cand = Timed(cand_fn, static, req["warmup"], graph_pool)
@@ -350,19 +381,20 @@ def run_timing(req, state, cand_fn):
                 cand.out.fill_(float("nan"))
             cand.call()
             _synchronize()
-            _save({str(i): cand.out.detach().to("cpu").clone()}, req["timed_outputs"][i])
+            _save({str(i): cand.out.detach().to("cpu", copy=True)}, req["timed_outputs"][i])
             _phase(f"time[{i}].verify", t)
             entry.update(ok=True, baseline_runs_ms=times["baseline"], candidate_runs_ms=times["candidate"],
                          baseline_mode=f"{base.mode}; timed by {how}", candidate_mode=f"{cand.mode}; timed by {how}")
         except Exception:  # noqa: BLE001
             entry["error"] = tb(8)
-        results.append(entry)
-    return {"stage": "time", "ok": True, "error": None, "configs": results,
+        results[i] = entry
+    return {"stage": "time", "ok": True, "error": None, "configs": [results[i] for i in range(len(state.timing))],
             "persisting_l2_reset": state.reset_l2 is not None}
 
 
 def _save(obj, path):
-    """torch.save, whole or not at all (written aside, then renamed): the parent compares files as they appear."""
+    """torch.save, whole or not at all (written aside, then renamed): the parent compares files as they appear.
+    Without the zip CRC (a third of the time of saving a 64 MB output): the parent checks the values themselves."""
     torch.save(obj, path + ".part")
     os.replace(path + ".part", path)
 
@@ -412,12 +444,15 @@ def main(path, go_fd=None, ready_fd=None):
     print(PREPARED_MARKER, flush=True)
     if go_fd is not None:
         os.write(ready_fd, b"ready")
-        os.close(ready_fd)
         go = os.read(go_fd, 16)
         os.close(go_fd)  # before any candidate code runs
         if not go.startswith(b"go"):
             return  # the worker went away
     finish(req, state)
+    if ready_fd is not None:
+        # The results are written: the worker may answer now, without waiting for this process's exit (tearing
+        # down CUDA takes a few hundred ms). A candidate that writes this early only cuts its own grading short.
+        os.write(ready_fd, FINISHED)
 
 
 def _child(path, go_fd, ready_fd, close_fds):
@@ -441,24 +476,62 @@ def _child(path, go_fd, ready_fd, close_fds):
         os._exit(code)
 
 
+PF_EXITING = 0x4  # task flag (include/linux/sched.h): the task is in do_exit and runs no more user code
+
+
+def _running_others(me):
+    """Pids in this pid namespace, but `me` and pid 1, with a thread that can still run user code (not exiting)."""
+    running = []
+    for d in os.listdir("/proc"):
+        if not d.isdigit() or int(d) in (1, me):
+            continue
+        try:
+            for tid in os.listdir(f"/proc/{d}/task"):
+                with open(f"/proc/{d}/task/{tid}/stat") as f:
+                    flags = int(f.read().rsplit(")", 1)[1].split()[6])  # field 9 of proc(5): flags
+                if not flags & PF_EXITING:
+                    running.append(int(d))
+                    break
+        except (OSError, ValueError, IndexError):
+            pass  # gone meanwhile
+    return running
+
+
 def _kill_others(timeout_s=5.0):
-    """Kill every process in this pid namespace but this one and pid 1, and wait until they are gone: whatever
-    the candidate left running could otherwise read the worker's reply (and its token) through bwrap's pid 1
-    (/proc/1/fd/1), or swallow it. Only for a worker alone in its own pid namespace (``--kill-others``)."""
+    """Kill every process in this pid namespace but this one and pid 1, and wait until none of them can run user
+    code any more: whatever the candidate left running could otherwise read the worker's reply through bwrap's
+    pid 1 (/proc/1/fd/1), or swallow it. Waits for the kill to take, not for the processes to end: a process
+    tearing down its CUDA context (hundreds of ms) is already past user code. Only for a worker alone in its own
+    pid namespace (``--kill-others``)."""
     me, deadline = os.getpid(), time.monotonic() + timeout_s
     while time.monotonic() < deadline:
-        if not [d for d in os.listdir("/proc") if d.isdigit() and int(d) not in (1, me)]:
+        try:
+            while os.waitpid(-1, os.WNOHANG)[0] > 0:  # our own exited children: reaped here, the rest by pid 1
+                pass
+        except ChildProcessError:
+            pass
+        if not _running_others(me):
             return
         try:
             os.kill(-1, signal.SIGKILL)  # spares the caller and pid 1
         except OSError:
             pass
-        try:
-            while os.waitpid(-1, os.WNOHANG)[0] > 0:  # our own children: reaped here, the rest by pid 1
-                pass
-        except ChildProcessError:
-            pass
-        time.sleep(0.005)
+        time.sleep(0.001)
+
+
+def _wait_finished(pid, ready):
+    """After "go": wait until the child says it has written its results (`FINISHED` on `ready`) or exits.
+    Returns its exit code, or 0 where it said it finished (and may still be tearing down)."""
+    pidfd = os.pidfd_open(pid)
+    try:
+        while True:
+            readable, _, _ = select.select([ready, pidfd], [], [])
+            if ready in readable and os.read(ready, 64):
+                return 0
+            if pidfd in readable or ready in readable:  # exited (or closed its end: wait for the exit)
+                return os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])
+    finally:
+        os.close(pidfd)
 
 
 def serve(kill_others=False):
@@ -466,11 +539,15 @@ def serve(kill_others=False):
 
     - ``prepare PATH``: fork a child that runs `prepare` for the request at PATH (CUDA start, inputs, the
       baseline's graphs), then waits;
-    - ``run TOKEN PATH``: let the child prepared for PATH go on (or fork one that does both), wait for it, and
-      answer ``done <exit code> TOKEN PATH``; or, where the prepared child died before it was ready (no candidate
-      code ran), ``unprepared <exit code> TOKEN PATH``, which the parent may retry elsewhere. Once a candidate has run, its
-      result is final: it cannot earn a second run by killing the worker or deleting its log.
+    - ``run TOKEN PATH``: serve the request at PATH and answer ``done <exit code> TOKEN PATH``. For a prepared
+      request, first ``started TOKEN PATH`` once the child is ready, then wait for ``go TOKEN`` on stdin before
+      letting it go on: the parent has read that answer before any candidate code runs, and from then on takes
+      no ``unprepared``. Where the prepared child died before it was ready (no candidate code ran), the answer
+      is ``unprepared <exit code> TOKEN PATH`` instead, which the parent may retry elsewhere. Once a candidate
+      has run, its result is final: it cannot earn a second run by killing the worker or deleting its log.
+      Without a prepared child, one is forked that does both.
 
+    The answer comes as soon as the child has written its results (it says so on its ready pipe), or exits.
     Each child starts CUDA itself (CUDA does not survive a fork) and logs to ``harness.log`` beside its request."""
     import ctypes
 
@@ -488,17 +565,21 @@ def serve(kill_others=False):
             token, _, path = path.partition(" ")
         if command not in ("prepare", "run") or not path:
             continue
-        answer = "done"
+        answer, code = "done", None
         if command == "run" and path in waiting:
             pid, go, ready = waiting.pop(path)
             if os.read(ready, 8) == b"ready":  # blocks until the child has prepared (or died trying)
-                try:
-                    os.write(go, b"go\n")
-                except OSError:
-                    pass
+                os.write(1, f"started {token} {path}\n".encode())
+                if sys.stdin.readline().strip() == f"go {token}":
+                    try:
+                        os.write(go, b"go\n")
+                    except OSError:
+                        pass
+                os.close(go)
+                code = _wait_finished(pid, ready)
             else:
                 answer = "unprepared"
-            os.close(go)
+                os.close(go)
             os.close(ready)
         else:
             go_read, go = os.pipe() if command == "prepare" else (None, None)
@@ -512,11 +593,16 @@ def serve(kill_others=False):
                 os.close(ready_write)
                 waiting[path] = (pid, go, ready)
                 continue
-        _, status = os.waitpid(pid, 0)
+        if code is None:
+            code = os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])
         if kill_others:
             _kill_others()
         # One write: a reply split over two writes could be read in halves.
-        os.write(1, f"{answer} {os.waitstatus_to_exitcode(status)} {token} {path}\n".encode())
+        os.write(1, f"{answer} {code} {token} {path}\n".encode())
+        try:  # a child that said it finished may still be exiting (killed above, where allowed): reaped after the answer
+            os.waitpid(pid, 0)
+        except ChildProcessError:
+            pass
 
 
 if __name__ == "__main__":

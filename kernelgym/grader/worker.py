@@ -62,15 +62,17 @@ class GraderWorker:
         `unprepared` is True only where the prepared child died before it was ready, so no candidate code ran
         and the request may be served elsewhere. On a timeout the worker is killed (and with it the child).
 
-        The reply must carry a token sent with this request: a candidate can write to the worker's stdout
-        (through bwrap's pid 1) but never saw the token, which the worker read before the candidate started."""
+        Every reply must carry a token sent with this request: a candidate can write to the worker's stdout
+        (through bwrap's pid 1) but never saw the token, which the worker read before the candidate started.
+        For a prepared request the worker first says ``started`` and waits for our ``go``: after that, no
+        ``unprepared`` is taken, so a candidate that stole the token later still cannot buy a second run."""
         token = secrets.token_hex(16)
         if not self.alive() or not self._send(f"run {token} {request_path}"):
             return None, False, False
         # Read raw bytes with the deadline checked on every chunk and the buffer capped: a candidate can reach
         # the worker's stdout through bwrap's pid 1 (/proc/1/fd/1) and write forever without a newline.
         deadline = time.monotonic() + timeout_s
-        fd, buf = self.proc.stdout.fileno(), b""
+        fd, buf, started = self.proc.stdout.fileno(), b"", False
         while True:
             left = deadline - time.monotonic()
             if left <= 0:
@@ -84,9 +86,14 @@ class GraderWorker:
                 return None, False, False
             buf = (buf + chunk)[-MAX_REPLY_BYTES:]
             for line in buf.split(b"\n")[:-1]:
-                parts = line.split(b" ", 3)
-                if (len(parts) == 4 and parts[0] in (b"done", b"unprepared") and parts[2] == token.encode()
-                        and parts[3] == str(request_path).encode()):
+                kind = line.split(b" ", 1)[0]
+                parts = line.split(b" ", 2 if kind == b"started" else 3)  # the path may hold spaces
+                if len(parts) < 3 or parts[-2:] != [token.encode(), str(request_path).encode()]:
+                    continue
+                if kind == b"started" and not started:
+                    started = True
+                    self._send(f"go {token}")
+                elif kind == b"done" or (kind == b"unprepared" and not started):
                     try:
                         return int(parts[1]), False, parts[0] == b"unprepared"
                     except ValueError:
