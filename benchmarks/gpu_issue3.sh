@@ -10,12 +10,15 @@ python3 - <<'PY'
 import time
 from kernelgym.env import KernelArenaEnv
 e = KernelArenaEnv(run_dir="/tmp/kgp")
-e.reset(seed=0)
-print(e.step({"kind": "profile", "config": 4})[0]["output"][-1500:])
-time.sleep(5)  # the agent's turn
-o, r, *_ , info = e.step({"kind": "submit"})
-g = info["grade"]
-print("baseline submit via env:", r, "elapsed", round(g["elapsed_s"], 2), g["phases_s"], [c["speedup"] for c in g["configs"]])
+for episode in range(2):
+    e.reset(seed=episode)
+    if episode == 0:
+        print(e.step({"kind": "profile", "config": 4})[0]["output"][-1500:])
+    time.sleep(8)  # the agent's turn
+    o, r, *_ , info = e.step({"kind": "submit"})
+    g = info["grade"]
+    print("baseline submit via env:", r, "elapsed", round(g["elapsed_s"], 2), g["phases_s"], [c["speedup"] for c in g["configs"]])
+    print("  compares (file, config, s, done at s):", [(f, i, round(a, 3), round(b, 3)) for f, i, a, b in e.grader.compare_log])
 e.close()
 PY
 [ "${BIAS:-1}" = 1 ] && python3 benchmarks/timing_bias.py --n ${BIAS_N:-10} --out $OUT/timing_bias.json

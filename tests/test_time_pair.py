@@ -1,6 +1,6 @@
 """The harness's timing loop (harness.time_pair) on a simulated device: no GPU is needed to check what runs in
 which order, that every timed run is preceded by its own refresh and flush, and that each time read belongs to
-the run it is reported for (the pipelined loop reads a graph's events before that graph is replayed again)."""
+the run it is reported for (a graph's events are read before that graph is replayed again)."""
 from types import SimpleNamespace
 
 import pytest
@@ -52,7 +52,6 @@ def dev(monkeypatch):
     monkeypatch.setattr(harness, "_Event", Event)
     monkeypatch.setattr(harness, "_record", record)
     monkeypatch.setattr(harness, "_replay", replay)
-    monkeypatch.setattr(harness, "_event_sync", lambda ev: None)
     monkeypatch.setattr(harness, "_synchronize", lambda: None)
     monkeypatch.setattr(harness, "_elapsed", lambda s, e: e.t - s.t)
     monkeypatch.setattr(harness, "_sum", lambda flush: d.log.append(("flush",)))

@@ -243,7 +243,7 @@ class Grader:
         self.launch_notes = [n for rel in self.task.spec.editable_files if (gdir / rel).is_file()
                              for n in unsupported_launch_options((gdir / rel).read_text(errors="replace"), self.hardware)]
         self._compares: dict[tuple[Path, int], tuple[bool, str, float | None]] = {}
-        self._compare_lock, self._files = threading.Lock(), {}
+        self._compare_lock, self._files, self._grading_start, self.compare_log = threading.Lock(), {}, start, []
         check, timed = (None, None) if problems else self._run_harness_comparing(gdir, seed)
         harness_done = time.monotonic()
         compile_stage = self.compile(problems, check)
@@ -359,7 +359,7 @@ class Grader:
         where the file cannot be read yet (then nothing is remembered and the final call reads it again)."""
         with self._compare_lock:
             if (path, i) not in self._compares:
-                cfg = self.configs[i]
+                cfg, t = self.configs[i], time.monotonic()
                 try:
                     if path not in self._files:  # outputs.pt holds every config's output: loaded once
                         self._files.clear()
@@ -374,6 +374,8 @@ class Grader:
                         return None
                     result = (False, f"output unreadable: {e}", None)
                 self._compares[(path, i)] = result
+                # For benchmarks/grading.py: (file, config, s spent, s since grading began when done)
+                self.compare_log.append((path.name, i, time.monotonic() - t, time.monotonic() - self._grading_start))
             return self._compares[(path, i)]
 
     def _compare_early(self, gdir: Path, seed: int, done: threading.Event) -> None:

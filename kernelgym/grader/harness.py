@@ -39,7 +39,6 @@ _GPU = torch.cuda.is_available()
 _Event = torch.cuda.Event if _GPU else None
 _record = torch.cuda.Event.record if _GPU else None
 _elapsed = torch.cuda.Event.elapsed_time if _GPU else None
-_event_sync = torch.cuda.Event.synchronize if _GPU else None
 _synchronize = torch.cuda.synchronize if _GPU else None
 _CUDAGraph = torch.cuda.CUDAGraph if _GPU else None
 _replay = torch.cuda.CUDAGraph.replay if _GPU else None
@@ -251,32 +250,25 @@ def time_pair(base, cand, pool, flush, reps, rounds, reset_l2):
         if flush is not None:
             # Evict by reading (flush_bytes >= 2 x the last-level cache): the lines left behind are clean,
             # so the timed kernel pays no write-back of the flush's own data (a write-based flush did:
-            # ratios came out 2-12% below ncu's, whose cache control leaves clean caches).
+            # ratios came out 2-12% below ncu's, whose cache control leaves clean caches). A float32 sum reads
+            # 256 MiB in 68 us on the H200; the int32 one it replaced took 362 us (int64 accumulation).
             _sum(flush)
 
     for r in range(rounds):
         order = (("baseline", base), ("candidate", cand)) if r % 2 == 0 else (("candidate", cand), ("baseline", base))
-        if inner:
-            # Pipelined: the next run's refresh and flush are queued behind this run before waiting for it, so
-            # the GPU works through them while the host reads this run's events and launches the next graph. The
-            # events in a graph are re-recorded by its next replay, so each run is read before that is queued.
-            runs = [(who, t) for who, t in order for _ in range(per_round)]
-            done = _Event()
-            stage(runs[0][1])
-            for j, (who, t) in enumerate(runs):
-                _replay(t.graph)
-                _record(done)
-                if j + 1 < len(runs):
-                    stage(runs[j + 1][1])
-                _event_sync(done)
-                times[who].append(_elapsed(t.start, t.end))
-            _synchronize()
-            continue
         for who, t in order:
-            starts = [_Event(enable_timing=True) for _ in range(per_round)]
-            ends = [_Event(enable_timing=True) for _ in range(per_round)]
+            starts = [_Event(enable_timing=True) for _ in range(0 if inner else per_round)]
+            ends = [_Event(enable_timing=True) for _ in range(0 if inner else per_round)]
             for j in range(per_round):
                 stage(t)
+                if inner:
+                    # One run at a time: its events are re-recorded by the graph's next replay. (Queueing the next
+                    # run's refresh and flush before reading this one saved time but made the runs far noisier on
+                    # the H200: per-config spread p95 8% instead of 1-2%; benchmarks/results, 2026-11-29 run 8.)
+                    _replay(t.graph)
+                    _synchronize()
+                    times[who].append(_elapsed(t.start, t.end))
+                    continue
                 _record(starts[j])
                 t.call()
                 if t.graph is None:
@@ -321,7 +313,7 @@ def prepare_baseline(req, state, base_fn):
     """Input pools, shared static arguments and the baseline's prepared timing (graph) for every config, plus
     the flush buffer. Baseline graphs are captured before the candidate module is imported, so code the
     candidate runs at import cannot reach the baseline's launches."""
-    state.flush = torch.ones(req["flush_bytes"] // 4, dtype=torch.int32, device="cuda") if req.get("flush_bytes") else None
+    state.flush = torch.ones(req["flush_bytes"] // 4, dtype=torch.float32, device="cuda") if req.get("flush_bytes") else None
     state.reset_l2 = _persisting_l2_reset()
     state.timing = []
     gen = torch.Generator(device="cuda").manual_seed(req["seed"])
