@@ -1,12 +1,13 @@
 # Issue 3 on the H200: sandbox tests, an env episode (prepared grading, profile action), the timing-bias
 # experiment and benchmarks (a), (b), (c). Output to $OUT. ONLY picks benchmarks (default abc); BIAS=0 skips
-# the bias experiment, BIAS_GRADING=1 adds the grading-sequence one; N sets (a)'s gradings.
+# the bias experiment, BIAS_GRADING=1 adds the grading-sequence one; N sets (a)'s gradings; SMOKE=0 skips the
+# sandbox tests and the env episodes.
 source benchmarks/gpu_setup.sh
 OUT=${OUT:-/tmp/out}; mkdir -p $OUT
 {
 date -u; nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,temperature.gpu --format=csv
-python3 -m pytest -q -p no:cacheprovider tests/test_sandbox.py 2>&1 | tail -2
-python3 - <<'PY'
+[ "${SMOKE:-1}" = 1 ] && python3 -m pytest -q -p no:cacheprovider tests/test_sandbox.py 2>&1 | tail -2
+[ "${SMOKE:-1}" = 1 ] && python3 - <<'PY'
 import time
 from kernelgym.env import KernelArenaEnv
 e = KernelArenaEnv(run_dir="/tmp/kgp")

@@ -1,20 +1,18 @@
-"""Next step on the self-speedup bias (benchmarks/results/README.md, (a)): replay a grading's sequence in one
-process, no sandbox, on a GPU, and see which step makes the candidate read slower. Writes JSON to --out.
+"""Self-speedup bias (benchmarks/results/README.md, (a)): replay a grading's steps in one process, no sandbox, on
+a GPU, under timing settings that may matter, and see which makes the candidate read slower than the baseline
+it is a copy of. Writes JSON to --out.
 
-Variants, N repetitions each, the rmsnorm baseline against itself, per-config speedups from the interquartile
-means the grader uses:
+Each repetition, per variant: harness.prepare (baseline graphs first), harness.check with the candidate (a copy
+of the baseline in another directory, as graded), then the timing of every config with harness.time_pair, as a
+real grading does. Per-config speedups from the interquartile means the grader uses; ideal: 1.
 
-- ``as-graded``: harness.prepare (baseline graphs first), harness.check with the candidate (a copy of the
-  baseline in another directory, as graded), then harness.run_timing, as a real grading does;
-- ``no-check``: the same without the correctness run before timing;
-- ``same-module``: the candidate is the baseline's own function object (no second module, no second compile);
-- ``swapped``: as graded, but the candidate passed to time_pair in the baseline's place and vice versa (a bias
-  that follows the argument position flips);
-- ``recaptured``: as graded, but the baseline's graph captured again right before the candidate's (a bias that
-  follows "captured at prepare, long before" goes away).
+- ``settle 0``: no GPU spin between the flush and each timed run (the harness before 2026-11-29 15:00);
+- ``settle 100k``: 100,000 cycles of spin (about 50 us);
+- ``int32 flush``: no spin, the flush read by an int32 sum (362 us; the harness before 2026-11-29 14:20);
+- ``settle 100k, recaptured``: the baseline's graph captured again right before the candidate's;
+- ``no check``: settle 0, and the candidate not run by harness.check before it is timed.
 
-It also times the cache flush alone (the per-run overhead of the timing loop): the int32 sum the harness uses
-and a float32 sum, in us per call.
+It also times the flush alone: the float32 sum the harness uses and the int32 one, in us per call.
 
     python benchmarks/timing_bias_grading.py --n 10 --out bias_grading.json
 """
@@ -26,11 +24,18 @@ import tempfile
 import time
 from pathlib import Path
 
+import torch
+
 from kernelgym.grader.timing_stats import interquartile_mean
 from kernelgym.hardware import detect_profile
 from kernelgym.task import get_task
 
 from timing_bias import load_harness  # benchmarks/ is the working directory's script folder
+
+VARIANTS = {  # name: (settle cycles, flush dtype, recapture the baseline, run check first)
+    "settle 0": (0, torch.float32, False, True), "settle 100k": (100_000, torch.float32, False, True),
+    "int32 flush": (0, torch.int32, False, True), "settle 100k, recaptured": (100_000, torch.float32, True, True),
+    "no check": (0, torch.float32, False, False)}
 
 
 def request(task, hw, directory, work, seed):
@@ -43,32 +48,10 @@ def request(task, hw, directory, work, seed):
             "timed_outputs": [str(work / f"t{i}.pt") for i in range(n)]}
 
 
-VARIANTS = ("as-graded", "no-check", "same-module", "swapped", "recaptured")
-
-
-def variant_timing(H, req, state, cand_fn, variant):
-    """run_timing's timing part, with the baseline and candidate swapped in time_pair or the baseline recaptured."""
-    configs = []
-    for cfg, pool, static, graph_pool, base in state.timing:
-        if variant == "recaptured":
-            base = H.Timed(base.fn, static, req["warmup"], graph_pool)
-            base.out = None
-        cand = H.Timed(cand_fn, static, req["warmup"], graph_pool)
-        if variant == "swapped":
-            times, _ = H.time_pair(cand, base, pool, state.flush, req["reps"], req["rounds"], state.reset_l2)
-            times = {"baseline": times["candidate"], "candidate": times["baseline"]}
-        else:
-            times, _ = H.time_pair(base, cand, pool, state.flush, req["reps"], req["rounds"], state.reset_l2)
-        configs.append({"config": cfg, "ok": True, "baseline_runs_ms": times["baseline"],
-                        "candidate_runs_ms": times["candidate"]})
-    return {"configs": configs}
-
-
 def flush_cost(hw):
-    """GPU time per call of the flush read: us for the harness's int32 sum and for a float32 sum."""
-    import torch
+    """GPU time per call of the flush read, us: float32 sum (the harness) and int32 sum."""
     out = {}
-    for name, dtype in (("int32 sum (harness)", torch.int32), ("float32 sum", torch.float32)):
+    for name, dtype in (("float32 sum (harness)", torch.float32), ("int32 sum", torch.int32)):
         buf = torch.ones(hw.flush_bytes // 4, dtype=dtype, device="cuda")
         for _ in range(3):
             buf.sum()
@@ -92,37 +75,38 @@ def main():
     copy, work = Path(tempfile.mkdtemp(prefix="kg-copy-")), Path(tempfile.mkdtemp(prefix="kg-work-"))
     for rel in task.public_files():
         shutil.copy(task.root / rel, copy / rel)
-    cand_copy = H.load(task.spec.entry_point, str(copy), "kg_cand")
+    cand = H.load(task.spec.entry_point, str(copy), "kg_cand")
     out = {"machine": hw.name, "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "n": args.n, "rows": []}
     for rep in range(args.n):
-        for variant in VARIANTS:
+        for variant, (settle, flush_dtype, recapture, check) in VARIANTS.items():
             req = request(task, hw, copy, work, seed=rep)
             state = H.prepare(req)
-            # same-module: the very function object the baseline's graphs were captured from
-            cand = next(t[4].fn for t in state.timing if not isinstance(t[4], str)) if variant == "same-module" \
-                else cand_copy
-            if variant != "no-check":
+            state.flush = torch.ones(hw.flush_bytes // 4, dtype=flush_dtype, device="cuda")
+            if check:
                 H.check(req, cand, state.check_inputs)
-            res = H.run_timing(req, state, cand) if variant in ("as-graded", "no-check", "same-module") \
-                else variant_timing(H, req, state, cand, variant)
-            for c in res["configs"]:
-                out["rows"].append({"variant": variant, "rep": rep, "config": c["config"], "error": c.get("error"),
-                                    "speedup": (interquartile_mean(c["baseline_runs_ms"])
-                                                / interquartile_mean(c["candidate_runs_ms"])) if c["ok"] else None})
+            for cfg, pool, static, graph_pool, base in state.timing:
+                if recapture:
+                    base = H.Timed(base.fn, static, req["warmup"], graph_pool)
+                    base.out = None
+                c = H.Timed(cand, static, req["warmup"], graph_pool)
+                times, _ = H.time_pair(base, c, pool, state.flush, 100, 10, state.reset_l2, settle)
+                out["rows"].append({"variant": variant, "rep": rep, "config": cfg,
+                                    "speedup": interquartile_mean(times["baseline"]) / interquartile_mean(times["candidate"])})
+            del state
         print(f"rep {rep + 1}/{args.n}", flush=True)
     summary = {}
     for variant in VARIANTS:
         for cfg in task.spec.seen_configs:
-            xs = [r["speedup"] for r in out["rows"] if r["variant"] == variant and r["config"] == cfg and r["speedup"]]
-            if xs:
-                summary[f"{variant} {cfg['rows']}x{cfg['hidden']}"] = {"mean": statistics.fmean(xs), "min": min(xs),
-                                                                         "max": max(xs)}
+            xs = [r["speedup"] for r in out["rows"] if r["variant"] == variant and r["config"] == cfg]
+            summary[f"{variant} {cfg['rows']}x{cfg['hidden']}"] = {
+                "mean": statistics.fmean(xs), "stdev": statistics.stdev(xs) if len(xs) > 1 else 0.0,
+                "min": min(xs), "max": max(xs)}
     out["summary"] = summary
     out["flush_us_per_call"] = flush_cost(hw)
-    print("flush:", {k: round(v, 1) for k, v in out["flush_us_per_call"].items()}, "us per call")
     Path(args.out).write_text(json.dumps(out, indent=1))
     for k, v in summary.items():
-        print(f"{k:32s} mean {v['mean']:.4f}  [{v['min']:.4f}, {v['max']:.4f}]")
+        print(f"{k:28s} mean {v['mean']:.4f} sd {v['stdev']:.4f} [{v['min']:.4f}, {v['max']:.4f}]")
+    print("flush:", {k: round(v, 1) for k, v in out["flush_us_per_call"].items()}, "us per call")
 
 
 if __name__ == "__main__":

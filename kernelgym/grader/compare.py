@@ -1,6 +1,7 @@
 """Output comparison against the reference, under a task's per-dtype tolerance."""
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import torch
@@ -10,20 +11,40 @@ import torch
 MAX_REL_L2 = 0.05
 
 
-def compare_outputs(out: Any, ref: torch.Tensor, config: dict, tol) -> tuple[bool, str, float | None]:
-    """See `_compare`; any error while comparing (an exotic tensor from the candidate) is a failed comparison."""
+@dataclass(frozen=True)
+class PreparedReference:
+    """A reference output made ready for comparing, ahead of time (the grader does it while the agent works):
+    `values` in fp32, the elementwise `bound` atol + rtol * |ref| (fp32, same shape) and the L2 `norm`."""
+
+    values: torch.Tensor
+    bound: torch.Tensor
+    norm: float
+
+    def numel(self) -> int:
+        return self.values.numel()
+
+
+def prepare_reference(ref: torch.Tensor, tol) -> PreparedReference:
+    """`ref` (any float dtype, any shape) with its bound under the `Tolerance` `tol`; see `PreparedReference`."""
+    r = ref.detach().float()
+    return PreparedReference(r, r.abs().mul_(tol.rtol).add_(tol.atol), float(r.norm()))
+
+
+def compare_outputs(out: Any, ref: torch.Tensor | PreparedReference, config: dict, tol) -> tuple[bool, str, float | None]:
+    """See `_compare`; any error while comparing (an exotic tensor from the candidate) is a failed comparison.
+    `ref` may be prepared ahead (`prepare_reference` with the same `tol`), which halves the work done here."""
     try:
-        return _compare(out, ref, config, tol)
+        return _compare(out, ref if isinstance(ref, PreparedReference) else prepare_reference(ref, tol), config, tol)
     except Exception as e:  # noqa: BLE001
         return False, f"output could not be compared: {type(e).__name__}: {str(e)[:200]}", None
 
 
-def _compare(out: Any, ref: torch.Tensor, config: dict, tol) -> tuple[bool, str, float | None]:
+def _compare(out: Any, ref: PreparedReference, config: dict, tol) -> tuple[bool, str, float | None]:
     """Check a candidate output against the reference.
 
     Args:
         out: what the candidate returned (loaded from its process; anything).
-        ref: reference output, any float dtype (compared in fp32).
+        ref: the reference output, prepared (compared in fp32).
         config: the config; its ``dtype`` is the dtype the output must have.
         tol: the task's `Tolerance` for that dtype: |out - ref| <= atol + rtol * |ref| elementwise.
 
@@ -34,21 +55,18 @@ def _compare(out: Any, ref: torch.Tensor, config: dict, tol) -> tuple[bool, str,
         return False, f"output is a {type(out).__name__}, not a tensor", None
     if out.layout != torch.strided or out.device.type != "cpu" or out.is_quantized or out.is_complex():
         return False, f"output must be a dense real tensor (got layout {out.layout}, device {out.device})", None
-    if tuple(out.shape) != tuple(ref.shape):
-        return False, f"output shape {tuple(out.shape)} != expected {tuple(ref.shape)}", None
+    if tuple(out.shape) != tuple(ref.values.shape):
+        return False, f"output shape {tuple(out.shape)} != expected {tuple(ref.values.shape)}", None
     want = getattr(torch, str(config.get("dtype", "")), None)
     if isinstance(want, torch.dtype) and out.dtype != want:
         return False, f"output dtype {out.dtype} != expected {want}", None
-    o, r = out.detach(), ref.detach().float()
-    # Fast path, few passes over the data (a 4096 x 8192 output is 32M elements): the error, its bound, and the
-    # elementwise test `err <= bound`, which is False for NaN, so NaN and Inf outputs fail it too.
-    diff = torch.sub(o, r)  # promoted to fp32
-    diff_norm, ref_norm = float(diff.norm()), float(r.norm())
-    rel = diff_norm / ref_norm if ref_norm > 0 else diff_norm
-    err = diff.abs_()
-    del diff
-    bound = r.abs().mul_(tol.rtol).add_(tol.atol)
-    within = err <= bound
+    o, r = out.detach(), ref.values
+    # Fast path, few passes over the data (a 4096 x 8192 output is 32M elements): the error and the elementwise
+    # test `err <= bound`, which is False for NaN, so NaN and Inf outputs fail it too.
+    err = torch.sub(o, r).abs_()  # promoted to fp32
+    diff_norm = float(err.norm())
+    rel = diff_norm / ref.norm if ref.norm > 0 else diff_norm
+    within = err <= ref.bound
     if not bool(within.all()):
         finite_ref = torch.isfinite(r)
         bad = ~torch.isfinite(o) & finite_ref

@@ -21,7 +21,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from kernelgym.grader.compare import compare_outputs
+from kernelgym.grader.compare import PreparedReference, compare_outputs, prepare_reference
 from kernelgym.grader.reference import load_reference
 from kernelgym.grader.score import arena_score
 from kernelgym.grader.timing_stats import TimingError, summarize
@@ -52,6 +52,10 @@ class GraderConfig:
     """Rounds in which baseline and candidate alternate; the spread of per-round speedups is the noise band."""
     input_sets: int = 4
     """Distinct input value sets copied in before each timed run, in turn."""
+    settle_cycles: int = 40_000
+    """GPU spin (torch.cuda._sleep, GPU clock cycles: about 20 µs at the H200's 1.98 GHz) between the cache flush
+    and each timed run, outside the timed window: the host has queued the run's graph before the GPU gets there,
+    so no run starts on a late launch. 0 turns it off."""
     timeout_s: float = 900.0
     """Limit for one harness process (check or time)."""
     sandbox: str = "bwrap"
@@ -243,7 +247,8 @@ class Grader:
         self.launch_notes = [n for rel in self.task.spec.editable_files if (gdir / rel).is_file()
                              for n in unsupported_launch_options((gdir / rel).read_text(errors="replace"), self.hardware)]
         self._compares: dict[tuple[Path, int], tuple[bool, str, float | None]] = {}
-        self._compare_lock, self._files, self._grading_start, self.compare_log = threading.Lock(), {}, start, []
+        self._compare_lock, self._file_locks, self._files = threading.Lock(), {}, {}
+        self._grading_start, self.compare_log = start, []
         check, timed = (None, None) if problems else self._run_harness_comparing(gdir, seed)
         harness_done = time.monotonic()
         compile_stage = self.compile(problems, check)
@@ -356,18 +361,20 @@ class Grader:
         """`compare_outputs` of output `i` in the candidate-written file `path` (a dict saved by torch.save) with
         the reference of config `i` on seed `ref_seed`. Memoized: what `_compare_early` compared while the
         candidate still ran is not compared again. Returns (ok, message, max_abs_err); with `final=False`, None
-        where the file cannot be read yet (then nothing is remembered and the final call reads it again)."""
+        where the file cannot be read yet (then nothing is remembered and the final call reads it again).
+        Thread-safe; different files are compared in parallel (torch releases the GIL)."""
         with self._compare_lock:
+            file_lock = self._file_locks.setdefault(path, threading.Lock())
+        with file_lock:
             if (path, i) not in self._compares:
                 cfg, t = self.configs[i], time.monotonic()
                 try:
                     if path not in self._files:  # outputs.pt holds every config's output: loaded once
-                        self._files.clear()
                         cap = self._max_output_bytes()
                         self._files[path] = load_tensors_untrusted(path, max_bytes=cap, max_unpacked_bytes=cap)
-                    out = self._files[path].get(str(i))
-                    result = (compare_outputs(out, self._reference(cfg, ref_seed), cfg,
-                                              self.task.spec.tolerance[cfg["dtype"]]) if out is not None
+                    out = self._files[path].pop(str(i), None)  # dropped once compared: memory goes as it is done
+                    result = (compare_outputs(out, self._reference(cfg, ref_seed), cfg, self._tolerance(cfg))
+                              if out is not None
                               else (False, "no output saved", None))
                 except UntrustedFileError as e:
                     if not final:
@@ -378,12 +385,9 @@ class Grader:
                 self.compare_log.append((path.name, i, time.monotonic() - t, time.monotonic() - self._grading_start))
             return self._compares[(path, i)]
 
-    def _compare_early(self, gdir: Path, seed: int, done: threading.Event) -> None:
-        """While the candidate's process runs: compare each of its output files as soon as it appears (the
-        harness writes them whole, by rename), so little comparing is left when the process ends."""
-        pending = [(gdir / "outputs.pt", i, seed + i) for i in range(len(self.configs))]
-        if not self.hardware.interpreter and self.config.measure:
-            pending += [(timed_output_path(gdir, i), i, verify_seed(seed, i)) for i in range(len(self.configs))]
+    def _compare_early(self, pending: list[tuple[Path, int, int]], done: threading.Event) -> None:
+        """While the candidate's process runs: compare each of the `pending` (file, config, reference seed) as soon
+        as its file appears (the harness writes them whole, by rename), so little is left when the process ends."""
         while pending and not done.is_set():
             ready = next((p for p in pending if os.path.lexists(p[0])), None)  # in whatever order they come
             if ready is None:
@@ -394,15 +398,22 @@ class Grader:
                 return  # unreadable for now: left to the final comparison, after the process ended
 
     def _run_harness_comparing(self, gdir: Path, seed: int) -> tuple[dict, dict | None]:
-        """`_run_harness`, with `_compare_early` working beside it."""
+        """`_run_harness`, with two `_compare_early` threads working beside it: one on the checked outputs, one
+        on the timed ones."""
         done = threading.Event()
-        early = threading.Thread(target=self._compare_early, args=(gdir, seed, done), daemon=True)
-        early.start()
+        n = len(self.configs)
+        lists = [[(gdir / "outputs.pt", i, seed + i) for i in range(n)]]
+        if not self.hardware.interpreter and self.config.measure:
+            lists.append([(timed_output_path(gdir, i), i, verify_seed(seed, i)) for i in range(n)])
+        threads = [threading.Thread(target=self._compare_early, args=(p, done), daemon=True) for p in lists]
+        for t in threads:
+            t.start()
         try:
             return self._run_harness(gdir, seed)
         finally:
             done.set()
-            early.join()
+            for t in threads:
+                t.join()
 
     # -- plumbing ------------------------------------------------------------------------------
     def _fresh_dir(self, prefix: str) -> Path:
@@ -433,16 +444,20 @@ class Grader:
 
         def work():
             for cfg, s in seeds:
-                self._refs[(json.dumps(cfg, sort_keys=True), s)] = reference(*builder(cfg, s, "cpu"))
+                ref = reference(*builder(cfg, s, "cpu"))
+                self._refs[(json.dumps(cfg, sort_keys=True), s)] = prepare_reference(ref, self._tolerance(cfg))
         self._ref_thread = threading.Thread(target=work, daemon=True)
         self._ref_thread.start()
 
-    def _reference(self, cfg: dict, seed: int):
+    def _tolerance(self, cfg: dict):
+        return self.task.spec.tolerance[cfg["dtype"]]
+
+    def _reference(self, cfg: dict, seed: int) -> PreparedReference:
         self._ref_thread.join()
         key = (json.dumps(cfg, sort_keys=True), seed)
         if key not in self._refs:
             reference, builder = load_reference(self.task)
-            self._refs[key] = reference(*builder(cfg, seed, "cpu"))
+            self._refs[key] = prepare_reference(reference(*builder(cfg, seed, "cpu")), self._tolerance(cfg))
         return self._refs[key]
 
     def _harness_env(self) -> dict[str, str]:
@@ -460,6 +475,7 @@ class Grader:
                 else str(self.baseline_dir),
                 "warmup": self.config.warmup, "reps": self.config.reps, "rounds": self.config.rounds,
                 "input_sets": self.config.input_sets, "flush_bytes": self.hardware.flush_bytes,
+                "settle_cycles": self.config.settle_cycles,
                 "require_triton_launch": self.task.spec.language == "triton"}
 
     def _run_harness(self, gdir: Path, seed: int) -> tuple[dict, dict | None]:

@@ -43,6 +43,7 @@ _synchronize = torch.cuda.synchronize if _GPU else None
 _CUDAGraph = torch.cuda.CUDAGraph if _GPU else None
 _replay = torch.cuda.CUDAGraph.replay if _GPU else None
 _sum = torch.Tensor.sum
+_spin = getattr(torch.cuda, "_sleep", None) if _GPU else None
 _copy = torch.Tensor.copy_
 try:
     import torch.utils.serialization
@@ -229,12 +230,13 @@ class Timed:
             self.out = self.fn(*self.args)
 
 
-def time_pair(base, cand, pool, flush, reps, rounds, reset_l2):
+def time_pair(base, cand, pool, flush, reps, rounds, reset_l2, settle_cycles=0):
     """Interleave baseline and candidate in `rounds` rounds (order alternating), reps/rounds timed runs each.
 
     Before each timed run, outside the timed window: fresh input values copied in, the cache flushed
-    (a read of `flush_bytes`, which leaves clean lines), so neither kernel reads a warm L2. Both kernels are
-    timed the same way: by the events inside their graphs where both have them, else by events around the call.
+    (a read of `flush_bytes`, which leaves clean lines), so neither kernel reads a warm L2, then `settle_cycles`
+    of GPU spin while the host queues the run. Both kernels are timed the same way: by the events inside their
+    graphs where both have them, else by events around the call.
     Returns ({"baseline": [ms per run, in round order], "candidate": [...]}, how they were timed)."""
     per_round = max(reps // rounds, 1)
     inner = base.inner and cand.inner
@@ -253,6 +255,10 @@ def time_pair(base, cand, pool, flush, reps, rounds, reset_l2):
             # ratios came out 2-12% below ncu's, whose cache control leaves clean caches). A float32 sum reads
             # 256 MiB in 68 us on the H200; the int32 one it replaced took 362 us (int64 accumulation).
             _sum(flush)
+        if settle_cycles and _spin is not None:
+            # The GPU spins (no memory traffic) while the host finishes queueing this run: the run never starts
+            # on a late launch (with a 68 us flush, small kernels read up to 3% slow in some graphs without it).
+            _spin(settle_cycles)
 
     for r in range(rounds):
         order = (("baseline", base), ("candidate", cand)) if r % 2 == 0 else (("candidate", cand), ("baseline", base))
@@ -364,7 +370,8 @@ def run_timing(req, state, cand_fn):
         try:
             cand = Timed(cand_fn, static, req["warmup"], graph_pool)
             t = _phase(f"time[{i}].setup", t)
-            times, how = time_pair(base, cand, pool, state.flush, req["reps"], req.get("rounds", 10), state.reset_l2)
+            times, how = time_pair(base, cand, pool, state.flush, req["reps"], req.get("rounds", 10), state.reset_l2,
+                                   req.get("settle_cycles", 0))
             t = _phase(f"time[{i}].runs", t)
             # Verify the timed path: the verification inputs (not the last timed ones), poisoned output, one more
             # call made the same way as the timed ones.
