@@ -10,6 +10,7 @@
     python benchmarks/grading.py --n 20 --out results.json
 """
 import argparse
+import dataclasses
 import csv
 import io
 import json
@@ -28,6 +29,7 @@ from kernelgym.sandbox import Limits, make_sandbox
 from kernelgym.task import get_task
 
 HERE = Path(__file__).resolve().parent
+CONFIG = GraderConfig()  # the grader's defaults; --settle changes settle_cycles
 FAST = HERE / "kernels" / "rmsnorm_fast.py"
 
 
@@ -48,7 +50,7 @@ def pct(xs, q):
 def prepared(task, hw, seed):
     """A Grader that has prepared the grading of `seed` (as the env does at reset): its worker's child is ready and
     the parent's reference outputs are computed."""
-    grader = Grader(task, hw, Path(tempfile.mkdtemp(prefix="kg-g-")), GraderConfig())
+    grader = Grader(task, hw, Path(tempfile.mkdtemp(prefix="kg-g-")), CONFIG)
     grader.start_worker(seed=seed)
     log, deadline = grader._prepared[0] / "harness.log", time.monotonic() + 300
     while PREPARED_MARKER not in (log.read_text() if log.exists() else ""):
@@ -106,7 +108,8 @@ def ncu_ms(kernel, cfg):
 
 
 def accuracy(task, hw):
-    g = Grader(task, hw, Path(tempfile.mkdtemp(prefix="kg-g-")), GraderConfig(warm_worker=False)).grade(workspace(task, FAST), seed=99)
+    g = Grader(task, hw, Path(tempfile.mkdtemp(prefix="kg-g-")), dataclasses.replace(CONFIG, warm_worker=False)).grade(
+        workspace(task, FAST), seed=99)
     rows = []
     for c in g.configs:
         b, unit = ncu_ms(task.root / "kernel.py", c["config"])
@@ -184,11 +187,16 @@ def main():
     ap.add_argument("--latency-n", type=int, default=3)
     ap.add_argument("--only", default="abc")
     ap.add_argument("--out", default="grading.json")
+    ap.add_argument("--settle", type=int, default=None, help="GraderConfig.settle_cycles (default: the grader's)")
     args = ap.parse_args()
+    global CONFIG
+    if args.settle is not None:
+        CONFIG = dataclasses.replace(CONFIG, settle_cycles=args.settle)
     task, hw = get_task("triton-rmsnorm"), detect_profile()
     if hw.interpreter:
         sys.exit("needs a GPU: the CPU interpreter has no meaningful timing")
-    out = {"machine": hw.name, "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}
+    out = {"machine": hw.name, "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+           "settle_cycles": CONFIG.settle_cycles}
     for key, fn in (("a", lambda: noise(task, hw, args.n)), ("b", lambda: accuracy(task, hw)),
                     ("c", lambda: latency(task, hw, args.latency_n))):
         if key in args.only:
