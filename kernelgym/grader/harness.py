@@ -359,6 +359,8 @@ def run_timing(req, state, cand_fn):
     and compares the largest outputs while the smaller configs are being timed; results are in config order."""
     results = {}
     order = sorted(range(len(state.timing)), key=lambda i: -_input_bytes(state.timing[i]))
+    if not req.get("largest_first", True):
+        order = range(len(state.timing))
     for i in order:
         cfg, pool, static, graph_pool, base = state.timing[i]
         t = time.monotonic()
