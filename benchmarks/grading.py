@@ -29,7 +29,7 @@ from kernelgym.sandbox import Limits, make_sandbox
 from kernelgym.task import get_task
 
 HERE = Path(__file__).resolve().parent
-CONFIG = GraderConfig()  # the grader's defaults; --settle changes settle_cycles
+CONFIG = GraderConfig()  # the grader's defaults
 FAST = HERE / "kernels" / "rmsnorm_fast.py"
 
 
@@ -188,23 +188,15 @@ def main():
     ap.add_argument("--only", default="abc")
     ap.add_argument("--out", default="grading.json")
     ap.add_argument("--no-early-compare", action="store_true", help="diagnosis: compare after the harness only")
-    ap.add_argument("--in-config-order", action="store_true", help="diagnosis: time configs in task order")
-    ap.add_argument("--settle", type=int, default=None, help="GraderConfig.settle_cycles (default: the grader's)")
     args = ap.parse_args()
     global CONFIG
     if args.no_early_compare:  # diagnosis: nothing compared while the candidate's process runs
         Grader._compare_early = lambda self, pending, done: None
-    if args.in_config_order:  # diagnosis: configs timed in task order, not largest first
-        request = Grader._request
-        Grader._request = lambda self, gdir, seed: {**request(self, gdir, seed), "largest_first": False}
-    if args.settle is not None:
-        CONFIG = dataclasses.replace(CONFIG, settle_cycles=args.settle)
     task, hw = get_task("triton-rmsnorm"), detect_profile()
     if hw.interpreter:
         sys.exit("needs a GPU: the CPU interpreter has no meaningful timing")
     out = {"machine": hw.name, "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
-           "settle_cycles": CONFIG.settle_cycles, "no_early_compare": args.no_early_compare,
-           "in_config_order": args.in_config_order}
+           "no_early_compare": args.no_early_compare}
     for key, fn in (("a", lambda: noise(task, hw, args.n)), ("b", lambda: accuracy(task, hw)),
                     ("c", lambda: latency(task, hw, args.latency_n))):
         if key in args.only:

@@ -6,11 +6,14 @@ Each repetition, per variant: harness.prepare (baseline graphs first), harness.c
 of the baseline in another directory, as graded), then the timing of every config with harness.time_pair, as a
 real grading does. Per-config speedups from the interquartile means the grader uses; ideal: 1.
 
-- ``settle 0``: no GPU spin between the flush and each timed run (the harness before 2026-11-29 15:00);
-- ``settle 100k``: 100,000 cycles of spin (about 50 us);
-- ``int32 flush``: no spin, the flush read by an int32 sum (362 us; the harness before 2026-11-29 14:20);
-- ``settle 100k, recaptured``: the baseline's graph captured again right before the candidate's;
-- ``no check``: settle 0, and the candidate not run by harness.check before it is timed.
+- ``float32 flush``: as the harness times;
+- ``int32 flush``: the flush read by an int32 sum (362 us; the harness before 2026-11-29 14:20);
+- ``recaptured``: the baseline's graph captured again right before the candidate's;
+- ``no check``: the candidate not run by harness.check before it is timed.
+
+Run 3 of 2026-11-29 (results/2026-11-29-h200-bias-grading-run3.json, commit ebebce9) also had variants with a GPU
+spin of 100,000 cycles between the flush and each run (GraderConfig.settle_cycles then, since removed: no effect,
+here or in real gradings).
 
 It also times the flush alone: the float32 sum the harness uses and the int32 one, in us per call.
 
@@ -32,10 +35,9 @@ from kernelgym.task import get_task
 
 from timing_bias import load_harness  # benchmarks/ is the working directory's script folder
 
-VARIANTS = {  # name: (settle cycles, flush dtype, recapture the baseline, run check first)
-    "settle 0": (0, torch.float32, False, True), "settle 100k": (100_000, torch.float32, False, True),
-    "int32 flush": (0, torch.int32, False, True), "settle 100k, recaptured": (100_000, torch.float32, True, True),
-    "no check": (0, torch.float32, False, False)}
+VARIANTS = {  # name: (flush dtype, recapture the baseline, run check first)
+    "float32 flush": (torch.float32, False, True), "int32 flush": (torch.int32, False, True),
+    "recaptured": (torch.float32, True, True), "no check": (torch.float32, False, False)}
 
 
 def request(task, hw, directory, work, seed):
@@ -78,7 +80,7 @@ def main():
     cand = H.load(task.spec.entry_point, str(copy), "kg_cand")
     out = {"machine": hw.name, "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "n": args.n, "rows": []}
     for rep in range(args.n):
-        for variant, (settle, flush_dtype, recapture, check) in VARIANTS.items():
+        for variant, (flush_dtype, recapture, check) in VARIANTS.items():
             req = request(task, hw, copy, work, seed=rep)
             state = H.prepare(req)
             state.flush = torch.ones(hw.flush_bytes // 4, dtype=flush_dtype, device="cuda")
@@ -89,7 +91,7 @@ def main():
                     base = H.Timed(base.fn, static, req["warmup"], graph_pool)
                     base.out = None
                 c = H.Timed(cand, static, req["warmup"], graph_pool)
-                times, _ = H.time_pair(base, c, pool, state.flush, 100, 10, state.reset_l2, settle)
+                times, _ = H.time_pair(base, c, pool, state.flush, 100, 10, state.reset_l2)
                 out["rows"].append({"variant": variant, "rep": rep, "config": cfg,
                                     "speedup": interquartile_mean(times["baseline"]) / interquartile_mean(times["candidate"])})
             del state

@@ -55,7 +55,6 @@ def dev(monkeypatch):
     monkeypatch.setattr(harness, "_synchronize", lambda: None)
     monkeypatch.setattr(harness, "_elapsed", lambda s, e: e.t - s.t)
     monkeypatch.setattr(harness, "_sum", lambda flush: d.log.append(("flush",)))
-    monkeypatch.setattr(harness, "_spin", lambda cycles: d.log.append(("spin", cycles)))
     d.kernels = kernels
     return d
 
@@ -65,8 +64,7 @@ def test_each_time_belongs_to_its_run_and_follows_its_own_refresh_and_flush(dev,
     base, cand = kernel(dev, "baseline", inner), kernel(dev, "candidate", inner)
     dev.kernels.update(baseline=base, candidate=cand)
     pool = ["verify", "set1", "set2", "set3"]
-    times, how = harness.time_pair(base, cand, pool, flush=object(), reps=20, rounds=4, reset_l2=None,
-                                   settle_cycles=1000)
+    times, how = harness.time_pair(base, cand, pool, flush=object(), reps=20, rounds=4, reset_l2=None)
     assert how == ("events in the graphs" if inner else "events around each call")
     assert times["baseline"] == pytest.approx(dev.durations["baseline"])  # right time, right run, in order
     assert times["candidate"] == pytest.approx(dev.durations["candidate"])
@@ -75,7 +73,7 @@ def test_each_time_belongs_to_its_run_and_follows_its_own_refresh_and_flush(dev,
     prev = -1
     for i in runs:
         between = [op[0] for op in dev.log[prev + 1:i]]
-        assert between == ["refresh", "flush", "spin"], between  # fresh inputs, a flush and a spin per timed run
+        assert between == ["refresh", "flush"], between  # one fresh input set and one flush per timed run
         prev = i
     # Order alternates by round: B then C, then C then B.
     order = [op[1] for op in dev.log if op[0] == "run"]

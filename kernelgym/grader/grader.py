@@ -52,10 +52,6 @@ class GraderConfig:
     """Rounds in which baseline and candidate alternate; the spread of per-round speedups is the noise band."""
     input_sets: int = 4
     """Distinct input value sets copied in before each timed run, in turn."""
-    settle_cycles: int = 40_000
-    """GPU spin (torch.cuda._sleep, GPU clock cycles: about 20 µs at the H200's 1.98 GHz) between the cache flush
-    and each timed run, outside the timed window: the host has queued the run's graph before the GPU gets there,
-    so no run starts on a late launch. 0 turns it off."""
     timeout_s: float = 900.0
     """Limit for one harness process (check or time)."""
     sandbox: str = "bwrap"
@@ -475,7 +471,6 @@ class Grader:
                 else str(self.baseline_dir),
                 "warmup": self.config.warmup, "reps": self.config.reps, "rounds": self.config.rounds,
                 "input_sets": self.config.input_sets, "flush_bytes": self.hardware.flush_bytes,
-                "settle_cycles": self.config.settle_cycles,
                 "require_triton_launch": self.task.spec.language == "triton"}
 
     def _run_harness(self, gdir: Path, seed: int) -> tuple[dict, dict | None]:
