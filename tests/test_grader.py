@@ -434,3 +434,46 @@ def test_the_prepared_worker_answers_when_the_results_are_written_not_at_exit(tm
     grader.start_worker(seed=6)
     g = grader.grade(ws, seed=6)
     assert g.score == 120.0 and g.elapsed_s < 30, g.summary()
+
+
+def test_a_prepared_reference_compares_exactly_as_the_plain_one():
+    from kernelgym.grader.compare import prepare_reference
+    ref = torch.randn(16, 32)
+    off = ref.half()
+    off[3, 4] += 1.0
+    nan = ref.half()
+    nan[0, 0] = float("nan")
+    for out in (ref.half(), off, nan, torch.zeros(16, 32, dtype=torch.float16), ref.half()[:2], ref.float()):
+        assert compare_outputs(out, prepare_reference(ref, TOL), CFG, TOL) == compare_outputs(out, ref, CFG, TOL)
+
+
+FAKE_WORKER = r"""
+import sys
+cmd, token, path = sys.stdin.readline().rstrip("\n").split(" ", 2)
+print("unprepared 0 %s %s" % (token, path) if sys.argv[1] == "unprepared" else "started %s %s" % (token, path), flush=True)
+if sys.argv[1] == "unprepared":
+    sys.exit()
+go = sys.stdin.readline().split()
+assert go == ["go", token], go
+print("unprepared 0 %s %s" % (token, path), flush=True)  # after 'started': must be ignored
+print("done 3 %s %s" % (token, path), flush=True)
+sys.stdin.readline()
+"""
+
+
+@pytest.mark.parametrize("behaviour,expected", [("started", (3, False, False)), ("unprepared", (0, False, True))])
+def test_the_worker_reply_protocol(tmp_path, behaviour, expected):
+    # 'unprepared' (a retry in a fresh process) is taken only before the worker said 'started', which it says
+    # before any candidate code runs and which we acknowledge with 'go TOKEN'.
+    import subprocess
+    import sys
+
+    from kernelgym.grader.worker import GraderWorker
+    worker = GraderWorker.__new__(GraderWorker)
+    worker.proc = subprocess.Popen([sys.executable, "-c", FAKE_WORKER, behaviour], stdin=subprocess.PIPE,
+                                   stdout=subprocess.PIPE, text=True)
+    try:
+        assert worker.request(tmp_path / "a dir" / "request.json", timeout_s=30) == expected
+    finally:
+        worker.proc.kill()
+        worker.proc.wait()
