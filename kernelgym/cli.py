@@ -72,7 +72,7 @@ def cmd_run(args: argparse.Namespace) -> int:
                 if not console.is_terminal:  # no spinner in a log: one line per step instead
                     console.print(f"  step {step}: {kind}{' (graded)' if info.get('grade') else ''}")
             results.append(rollout(env, policy, seed=args.seed + ep, on_step=on_step))
-        console.print(f"episode {ep + 1}: reward {results[-1]['reward']:.1f} in {results[-1]['steps']} steps, "
+        console.print(f"episode {ep + 1}: reward {results[-1]['reward']:.1f} in {results[-1]['steps']} step{'' if results[-1]['steps'] == 1 else 's'}, "
                       f"{results[-1]['wall_s']:.1f} s")
     env.close()
     print_results(results, hw.interpreter)

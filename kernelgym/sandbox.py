@@ -119,12 +119,7 @@ def run_limited(argv: list[str], *, env: dict[str, str], cwd: str | Path, limits
     except subprocess.TimeoutExpired:
         timed_out = True
     finally:
-        # Kill the whole group: children that outlive the shell must not leak (also on success).
-        try:
-            os.killpg(proc.pid, signal.SIGKILL)
-        except (ProcessLookupError, PermissionError):
-            pass
-        proc.wait()
+        kill_group(proc)  # children that outlive the shell must not leak (also on success)
     thread.join(timeout=5)
     tail_bytes = b"".join(tail)[-half:] if tail else b""
     cut = counts["total"] - len(head) - len(tail_bytes)
@@ -290,8 +285,32 @@ class UnsandboxedRunner(_Backend):
         return _popen(argv, full_env, self.workspace, limits or self.limits, self.gpu)
 
 
+def _children(pid: int) -> list[int]:
+    """Host pids whose parent is `pid` (from /proc/<pid>/stat)."""
+    kids = []
+    for d in os.listdir("/proc"):
+        if d.isdigit():
+            try:
+                with open(f"/proc/{d}/stat") as f:
+                    if int(f.read().rsplit(")", 1)[1].split()[1]) == pid:  # field 4 of proc(5): ppid
+                        kids.append(int(d))
+            except (OSError, ValueError, IndexError):
+                pass  # gone meanwhile
+    return kids
+
+
 def kill_group(proc: subprocess.Popen) -> None:
-    """Kill `proc`'s whole process group and reap it."""
+    """Kill `proc`, its direct children and its whole process group, and reap it.
+
+    The direct children matter for bubblewrap: its child is the sandbox's pid 1 (the pid namespace's init), in a
+    session of its own, and code in the sandbox can ptrace it (same uid) to clear ``--die-with-parent`` and exec
+    something that never exits. Killing a pid namespace's init kills every process in the namespace."""
+    if proc.returncode is None:  # still ours: its pid cannot have been reused
+        for kid in _children(proc.pid):
+            try:
+                os.kill(kid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
     try:
         os.killpg(proc.pid, signal.SIGKILL)
     except (ProcessLookupError, PermissionError):

