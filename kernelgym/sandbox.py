@@ -15,8 +15,10 @@ from __future__ import annotations
 
 import collections
 import glob
+import json
 import os
 import resource
+import select
 import shutil
 import signal
 import subprocess
@@ -84,15 +86,16 @@ def _set_limits(limits: Limits, gpu: bool):
 
 
 def run_limited(argv: list[str], *, env: dict[str, str], cwd: str | Path, limits: Limits,
-                gpu: bool = False) -> CommandResult:
-    """Run `argv` in a new process group under `limits`; kill the group on timeout.
+                gpu: bool = False, bwrap: bool = False) -> CommandResult:
+    """Run `argv` in a new process group under `limits`; kill the group on timeout (`kill_group`). With `bwrap`,
+    `argv` starts bubblewrap (see `_spawn`).
 
     Output is read as it comes (a command printing forever costs no memory): the first and last
     `max_output_bytes / 2` bytes are kept and the count of bytes cut is reported.
     """
     start = time.monotonic()
-    proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                            env=env, cwd=str(cwd), start_new_session=True, preexec_fn=_set_limits(limits, gpu))
+    proc = _spawn(argv, bwrap, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                  env=env, cwd=str(cwd), start_new_session=True, preexec_fn=_set_limits(limits, gpu))
     half = max(limits.max_output_bytes // 2, 1)
     head = bytearray()
     tail: collections.deque[bytes] = collections.deque()
@@ -131,11 +134,49 @@ def run_limited(argv: list[str], *, env: dict[str, str], cwd: str | Path, limits
                          elapsed_s=time.monotonic() - start)
 
 
-def _popen(argv: list[str], env: dict[str, str], cwd: Path, limits: Limits, gpu: bool) -> subprocess.Popen:
-    """A long-lived process with text pipes, in its own process group, under `limits`."""
-    return subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env,
-                            cwd=str(cwd), text=True, bufsize=1, start_new_session=True,
-                            preexec_fn=_set_limits(limits, gpu))
+def _popen(argv: list[str], env: dict[str, str], cwd: Path, limits: Limits, gpu: bool,
+           bwrap: bool = False) -> subprocess.Popen:
+    """A long-lived process with text pipes, in its own process group, under `limits` (`bwrap`: see `_spawn`)."""
+    return _spawn(argv, bwrap, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env,
+                  cwd=str(cwd), text=True, bufsize=1, start_new_session=True, preexec_fn=_set_limits(limits, gpu))
+
+
+def _spawn(argv: list[str], bwrap: bool, **popen_kwargs) -> subprocess.Popen:
+    """`subprocess.Popen(argv, ...)`. Where `argv` starts bubblewrap (`bwrap`), it is asked for the host pid of
+    the sandbox's pid 1 (``--info-fd``), and a pidfd of that process is kept as ``proc.sandbox_init`` for
+    `kill_group`: code in the sandbox can take pid 1 over with ptrace (same uid), clear its parent-death signal
+    and make the outer bwrap exit while it lives on, out of bwrap's process group and parentage."""
+    if not bwrap:
+        return subprocess.Popen(argv, **popen_kwargs)
+    r, w = os.pipe()
+    try:
+        proc = subprocess.Popen([argv[0], "--info-fd", str(w), *argv[1:]], pass_fds=(w,), **popen_kwargs)
+    finally:
+        os.close(w)
+    try:
+        proc.sandbox_init = _init_pidfd(r)
+    finally:
+        os.close(r)
+    return proc
+
+
+def _init_pidfd(info: int, timeout_s: float = 60.0) -> int | None:
+    """A pidfd of the process named by bwrap's ``--info-fd`` JSON (``{"child-pid": N}``) read from `info`, or None
+    where bwrap exited first (it failed to start the sandbox) or said nothing in `timeout_s`."""
+    data, deadline = b"", time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        ready, _, _ = select.select([info], [], [], max(deadline - time.monotonic(), 0))
+        chunk = os.read(info, 4096) if ready else b""
+        if not chunk:
+            return None
+        data += chunk
+        try:
+            return os.pidfd_open(int(json.loads(data)["child-pid"]))
+        except (ValueError, KeyError, TypeError):
+            continue  # not the whole JSON yet
+        except OSError:
+            return None  # already gone: with it, the whole sandbox
+    return None
 
 
 def clean_env(home: Path, extra: dict[str, str] | None = None) -> dict[str, str]:
@@ -246,7 +287,7 @@ class BubblewrapSandbox(_Backend):
         full_env = self._env(env)
         # bwrap itself starts with the clean environment, so nothing of the host's leaks in.
         return run_limited(self.argv(argv, cwd), env=full_env, cwd=self.workspace, limits=limits or self.limits,
-                           gpu=self.gpu)
+                           gpu=self.gpu, bwrap=True)
 
 
     def popen(self, argv: list[str], *, limits: Limits | None = None,
@@ -254,7 +295,7 @@ class BubblewrapSandbox(_Backend):
         """Start a long-lived process in the sandbox with stdin/stdout pipes (text, line-buffered), in its own
         process group; stderr goes to stdout. The caller kills the group (`kill_group`)."""
         full_env = self._env(env)
-        return _popen(self.argv(argv), full_env, self.workspace, limits or self.limits, self.gpu)
+        return _popen(self.argv(argv), full_env, self.workspace, limits or self.limits, self.gpu, bwrap=True)
 
 
 @dataclass
@@ -285,32 +326,17 @@ class UnsandboxedRunner(_Backend):
         return _popen(argv, full_env, self.workspace, limits or self.limits, self.gpu)
 
 
-def _children(pid: int) -> list[int]:
-    """Host pids whose parent is `pid` (from /proc/<pid>/stat)."""
-    kids = []
-    for d in os.listdir("/proc"):
-        if d.isdigit():
-            try:
-                with open(f"/proc/{d}/stat") as f:
-                    if int(f.read().rsplit(")", 1)[1].split()[1]) == pid:  # field 4 of proc(5): ppid
-                        kids.append(int(d))
-            except (OSError, ValueError, IndexError):
-                pass  # gone meanwhile
-    return kids
-
-
 def kill_group(proc: subprocess.Popen) -> None:
-    """Kill `proc`, its direct children and its whole process group, and reap it.
-
-    The direct children matter for bubblewrap: its child is the sandbox's pid 1 (the pid namespace's init), in a
-    session of its own, and code in the sandbox can ptrace it (same uid) to clear ``--die-with-parent`` and exec
-    something that never exits. Killing a pid namespace's init kills every process in the namespace."""
-    if proc.returncode is None:  # still ours: its pid cannot have been reused
-        for kid in _children(proc.pid):
-            try:
-                os.kill(kid, signal.SIGKILL)
-            except (ProcessLookupError, PermissionError):
-                pass
+    """Kill `proc`, its whole process group and, for a bubblewrap sandbox, the sandbox's pid 1 (`_spawn`: killing
+    a pid namespace's init kills every process in the namespace); reap `proc`."""
+    init = getattr(proc, "sandbox_init", None)
+    if init is not None:
+        try:
+            signal.pidfd_send_signal(init, signal.SIGKILL)
+        except OSError:
+            pass  # already gone
+        os.close(init)
+        proc.sandbox_init = None
     try:
         os.killpg(proc.pid, signal.SIGKILL)
     except (ProcessLookupError, PermissionError):

