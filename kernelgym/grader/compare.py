@@ -14,11 +14,13 @@ MAX_REL_L2 = 0.05
 @dataclass(frozen=True)
 class PreparedReference:
     """A reference output made ready for comparing, ahead of time (the grader does it while the agent works):
-    `values` in fp32, the elementwise `bound` atol + rtol * |ref| (fp32, same shape) and the L2 `norm`."""
+    `values` in fp32, the elementwise `bound` atol + rtol * |ref| (fp32, same shape), the L2 `norm` of its finite
+    values and, where some values are NaN/Inf, the mask of the `finite` ones (None where all are)."""
 
     values: torch.Tensor
     bound: torch.Tensor
     norm: float
+    finite: torch.Tensor | None = None
 
     def numel(self) -> int:
         return self.values.numel()
@@ -27,7 +29,10 @@ class PreparedReference:
 def prepare_reference(ref: torch.Tensor, tol) -> PreparedReference:
     """`ref` (any float dtype, any shape) with its bound under the `Tolerance` `tol`; see `PreparedReference`."""
     r = ref.detach().float()
-    return PreparedReference(r, r.abs().mul_(tol.rtol).add_(tol.atol), float(r.norm()))
+    finite = torch.isfinite(r)
+    if bool(finite.all()):
+        return PreparedReference(r, r.abs().mul_(tol.rtol).add_(tol.atol), float(r.norm()))
+    return PreparedReference(r, r.abs().mul_(tol.rtol).add_(tol.atol), float(r[finite].norm()), finite)
 
 
 def compare_outputs(out: Any, ref: torch.Tensor | PreparedReference, config: dict, tol) -> tuple[bool, str, float | None]:
@@ -64,7 +69,8 @@ def _compare(out: Any, ref: PreparedReference, config: dict, tol) -> tuple[bool,
     # Fast path, few passes over the data (a 4096 x 8192 output is 32M elements): the error and the elementwise
     # test `err <= bound`, which is False for NaN, so NaN and Inf outputs fail it too.
     err = torch.sub(o, r).abs_()  # promoted to fp32
-    diff_norm = float(err.norm())
+    # Relative L2 over the reference's finite values: a NaN there must not switch the check off.
+    diff_norm = float(err.norm() if ref.finite is None else err[ref.finite].norm())
     rel = diff_norm / ref.norm if ref.norm > 0 else diff_norm
     within = err <= ref.bound
     if not bool(within.all()):
