@@ -495,25 +495,31 @@ def _processes_mentioning(text):
     return pids
 
 
-@pytest.mark.timeout(180)
-def test_a_hijacked_sandbox_init_does_not_outlive_the_grading(tmp_path, require_bwrap):
-    attack = (Path(__file__).parent / "attacks" / "hijack_pid1.py").read_text()
-    ws = workspace(tmp_path, attack + "\n" + BASELINE)
-    grader = Grader(TASK, detect_profile("cpu-interpreter"), tmp_path / "grading", GraderConfig(timeout_s=60.0))
-    grader.start_worker(seed=7)
-    gdir = grader._prepared[0]
+HIJACK_PID1 = (Path(__file__).parent / "attacks" / "hijack_pid1.py").read_text()
+
+
+def _assert_nothing_outlives(run, directory):
+    """Call `run`, in which the hijack attack runs from `directory`; then no process may still mention it."""
     try:
-        grader.grade(ws, seed=7)
-        log = (gdir / "hijack.log").read_text() if (gdir / "hijack.log").exists() else ""
+        run()
+        log = (directory / "hijack.log").read_text() if (directory / "hijack.log").exists() else ""
         if "execve injected" not in log:
             pytest.skip(f"the attack could not run here (ptrace of an ancestor refused?): {log[-300:]}")
         deadline = time.monotonic() + 10
-        while _processes_mentioning(str(gdir)) and time.monotonic() < deadline:
+        while _processes_mentioning(str(directory)) and time.monotonic() < deadline:
             time.sleep(0.1)
-        assert not _processes_mentioning(str(gdir)), "a process from the grading directory outlived the grading"
+        assert not _processes_mentioning(str(directory)), f"a process from {directory} outlived its sandbox"
     finally:
-        for pid in _processes_mentioning(str(gdir)):
+        for pid in _processes_mentioning(str(directory)):
             os.kill(pid, 9)
+
+
+@pytest.mark.timeout(180)
+def test_a_hijacked_sandbox_init_does_not_outlive_the_grading(tmp_path, require_bwrap):
+    ws = workspace(tmp_path, HIJACK_PID1 + "\n" + BASELINE)
+    grader = Grader(TASK, detect_profile("cpu-interpreter"), tmp_path / "grading", GraderConfig(timeout_s=60.0))
+    grader.start_worker(seed=7)
+    _assert_nothing_outlives(lambda: grader.grade(ws, seed=7), grader._prepared[0])
 
 
 @pytest.mark.timeout(120)
@@ -523,16 +529,6 @@ def test_a_hijacked_sandbox_init_does_not_outlive_a_shell_command(tmp_path, requ
     from kernelgym.sandbox import BubblewrapSandbox, Limits
     ws = tmp_path / "ws"
     ws.mkdir()
-    (ws / "attack.py").write_text((Path(__file__).parent / "attacks" / "hijack_pid1.py").read_text())
-    try:
-        BubblewrapSandbox(ws).run(f"{sys.executable} attack.py; sleep 100", limits=Limits(timeout_s=30))
-        log = (ws / "hijack.log").read_text() if (ws / "hijack.log").exists() else ""
-        if "execve injected" not in log:
-            pytest.skip(f"the attack could not run here (ptrace of an ancestor refused?): {log[-300:]}")
-        deadline = time.monotonic() + 10
-        while _processes_mentioning(str(ws)) and time.monotonic() < deadline:
-            time.sleep(0.1)
-        assert not _processes_mentioning(str(ws)), "a process from the workspace outlived its shell command"
-    finally:
-        for pid in _processes_mentioning(str(ws)):
-            os.kill(pid, 9)
+    (ws / "attack.py").write_text(HIJACK_PID1)
+    _assert_nothing_outlives(
+        lambda: BubblewrapSandbox(ws).run(f"{sys.executable} attack.py; sleep 100", limits=Limits(timeout_s=30)), ws)
