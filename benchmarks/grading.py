@@ -73,7 +73,11 @@ def noise(task, hw, n):
         grader = prepared(task, hw, seed=i)
         g = grader.grade(workspace(task), seed=i)
         runs.append(g.to_dict())
-        med.append(statistics.fmean(median_speedups(next(grader.work_dir.glob("grade-*")), grader.config.rounds)))
+        gdir = next(grader.work_dir.glob("grade-*"))
+        med.append(statistics.fmean(median_speedups(gdir, grader.config.rounds)))
+        addresses = [c.get("output_addresses") for c in json.loads((gdir / "time_result.json").read_text())["configs"]]
+        print("    output addresses (baseline, candidate) per config:",
+              [(hex(a), b - a) if a and b else None for a, b in (x or (None, None) for x in addresses)], flush=True)
         print(f"(a) self {i + 1}/{n}: score {g.score:.2f} speedup {g.speedup:.4f} (ratio of medians: {med[-1]:.4f}; "
               f"{g.elapsed_s:.2f} s)", flush=True)
     agg = [abs(r["speedup"] - 1) for r in runs]

@@ -217,6 +217,7 @@ class Timed:
         if inner and not _elapsed(self.start, self.end) > 0:
             raise RuntimeError("events in the graph did not time it")
         self.graph, self.inner = graph, inner
+        self.out_address = self.out.data_ptr() if isinstance(self.out, torch.Tensor) else None
 
     def refresh(self, values):
         for dst, src in zip(_tensors(self.args), _tensors(values)):
@@ -370,6 +371,9 @@ def run_timing(req, state, cand_fn):
             _synchronize()
             _save({str(i): cand.out.detach().to("cpu", copy=True)}, req["timed_outputs"][i])
             _phase(f"time[{i}].verify", t)
+            # For diagnosing timing differences between the two (benchmarks/results/README.md, (a)): where each
+            # graph's output lives; both should be the same block of the shared pool.
+            entry["output_addresses"] = [getattr(base, "out_address", None), getattr(cand, "out_address", None)]
             entry.update(ok=True, baseline_runs_ms=times["baseline"], candidate_runs_ms=times["candidate"],
                          baseline_mode=f"{base.mode}; timed by {how}", candidate_mode=f"{cand.mode}; timed by {how}")
         except Exception:  # noqa: BLE001
