@@ -10,8 +10,8 @@
     python benchmarks/grading.py --n 20 --out results.json
 """
 import argparse
-import dataclasses
 import csv
+import dataclasses
 import io
 import json
 import shutil
@@ -61,10 +61,10 @@ def prepared(task, hw, seed):
     return grader
 
 
-def median_speedups(grade_dir, rounds):
+def median_speedups(time_result):
     """Per-config speedups from the same runs with the ratio of medians (the estimator before the IQM)."""
-    res = json.loads((grade_dir / "time_result.json").read_text())
-    return [statistics.median(c["baseline_runs_ms"]) / statistics.median(c["candidate_runs_ms"]) for c in res["configs"]]
+    return [statistics.median(c["baseline_runs_ms"]) / statistics.median(c["candidate_runs_ms"])
+            for c in time_result["configs"]]
 
 
 def noise(task, hw, n):
@@ -73,9 +73,9 @@ def noise(task, hw, n):
         grader = prepared(task, hw, seed=i)
         g = grader.grade(workspace(task), seed=i)
         runs.append(g.to_dict())
-        gdir = next(grader.work_dir.glob("grade-*"))
-        med.append(statistics.fmean(median_speedups(gdir, grader.config.rounds)))
-        addresses = [c.get("output_addresses") for c in json.loads((gdir / "time_result.json").read_text())["configs"]]
+        time_result = json.loads(next(grader.work_dir.glob("grade-*/time_result.json")).read_text())
+        med.append(statistics.fmean(median_speedups(time_result)))
+        addresses = [c.get("output_addresses") for c in time_result["configs"]]
         print("    output addresses (baseline, candidate) per config:",
               [(hex(a), b - a) if a and b else None for a, b in (x or (None, None) for x in addresses)], flush=True)
         print(f"(a) self {i + 1}/{n}: score {g.score:.2f} speedup {g.speedup:.4f} (ratio of medians: {med[-1]:.4f}; "
@@ -193,7 +193,6 @@ def main():
     ap.add_argument("--out", default="grading.json")
     ap.add_argument("--no-early-compare", action="store_true", help="diagnosis: compare after the harness only")
     args = ap.parse_args()
-    global CONFIG
     if args.no_early_compare:  # diagnosis: nothing compared while the candidate's process runs
         Grader._compare_early = lambda self, pending, done: None
     task, hw = get_task("triton-rmsnorm"), detect_profile()

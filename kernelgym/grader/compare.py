@@ -29,10 +29,10 @@ class PreparedReference:
 def prepare_reference(ref: torch.Tensor, tol) -> PreparedReference:
     """`ref` (any float dtype, any shape) with its bound under the `Tolerance` `tol`; see `PreparedReference`."""
     r = ref.detach().float()
-    finite = torch.isfinite(r)
+    bound, finite = r.abs().mul_(tol.rtol).add_(tol.atol), torch.isfinite(r)
     if bool(finite.all()):
-        return PreparedReference(r, r.abs().mul_(tol.rtol).add_(tol.atol), float(r.norm()))
-    return PreparedReference(r, r.abs().mul_(tol.rtol).add_(tol.atol), float(r[finite].norm()), finite)
+        return PreparedReference(r, bound, float(r.norm()))
+    return PreparedReference(r, bound, float(r[finite].norm()), finite)
 
 
 def compare_outputs(out: Any, ref: torch.Tensor | PreparedReference, config: dict, tol) -> tuple[bool, str, float | None]:

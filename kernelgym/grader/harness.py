@@ -175,7 +175,7 @@ class Timed:
             self.out = fn(*static_args)
         _synchronize()
         self.out = None
-        self.graph, self.inner, self.mode = None, False, "events+sync"
+        self.graph, self.inner, self.mode, self.out_address = None, False, "events+sync", None
         try:
             side = torch.cuda.Stream()
             side.wait_stream(torch.cuda.current_stream())
@@ -349,13 +349,13 @@ def run_timing(req, state, cand_fn):
     per config (``timed_outputs[i]``) as soon as that config is done. (Largest first, which let the parent compare
     the big outputs sooner, made the small configs, timed last, read 3.5% slow for a copy of the baseline on the
     H200, against about 1% in task order: benchmarks/results, 2026-11-29.)"""
-    results = {}
+    results = []
     for i, (cfg, pool, static, graph_pool, base) in enumerate(state.timing):
         t = time.monotonic()
         entry = {"config": cfg, "ok": False, "error": None}
         if isinstance(base, str):
             entry["error"] = "baseline failed: " + base
-            results[i] = entry
+            results.append(entry)
             continue
         try:
             cand = Timed(cand_fn, static, req["warmup"], graph_pool)
@@ -373,13 +373,13 @@ def run_timing(req, state, cand_fn):
             _phase(f"time[{i}].verify", t)
             # For diagnosing timing differences between the two (benchmarks/results/README.md, (a)): where each
             # graph's output lives; both should be the same block of the shared pool.
-            entry["output_addresses"] = [getattr(base, "out_address", None), getattr(cand, "out_address", None)]
+            entry["output_addresses"] = [base.out_address, cand.out_address]
             entry.update(ok=True, baseline_runs_ms=times["baseline"], candidate_runs_ms=times["candidate"],
                          baseline_mode=f"{base.mode}; timed by {how}", candidate_mode=f"{cand.mode}; timed by {how}")
         except Exception:  # noqa: BLE001
             entry["error"] = tb(8)
-        results[i] = entry
-    return {"stage": "time", "ok": True, "error": None, "configs": [results[i] for i in range(len(state.timing))],
+        results.append(entry)
+    return {"stage": "time", "ok": True, "error": None, "configs": results,
             "persisting_l2_reset": state.reset_l2 is not None}
 
 
