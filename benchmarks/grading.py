@@ -67,13 +67,16 @@ def median_speedups(time_result):
             for c in time_result["configs"]]
 
 
-def noise(task, hw, n):
+def noise(task, hw, n, raw_dir=None):
     runs, med = [], []
     for i in range(n):
         grader = prepared(task, hw, seed=i)
         g = grader.grade(workspace(task), seed=i)
         runs.append(g.to_dict())
-        time_result = json.loads(next(grader.work_dir.glob("grade-*/time_result.json")).read_text())
+        time_path = next(grader.work_dir.glob("grade-*/time_result.json"))
+        time_result = json.loads(time_path.read_text())
+        if raw_dir:  # every timed run, for trying estimators offline
+            shutil.copy(time_path, Path(raw_dir) / f"time_result-{i:02d}.json")
         med.append(statistics.fmean(median_speedups(time_result)))
         addresses = [c.get("output_addresses") for c in time_result["configs"]]
         print("    output addresses (baseline, candidate) per config:",
@@ -192,15 +195,25 @@ def main():
     ap.add_argument("--only", default="abc")
     ap.add_argument("--out", default="grading.json")
     ap.add_argument("--no-early-compare", action="store_true", help="diagnosis: compare after the harness only")
+    ap.add_argument("--raw-dir", help="copy each (a) grading's time_result.json (every timed run) here")
+    ap.add_argument("--timing-control", choices=("recapture", "baseline-copy"),
+                    help="diagnosis of (a)'s bias: recapture the baseline's graph beside the candidate's, or time "
+                         "the prepared baseline against a baseline graph captured at timing time")
     args = ap.parse_args()
+    if args.raw_dir:
+        Path(args.raw_dir).mkdir(parents=True, exist_ok=True)
+    if args.timing_control:
+        request = Grader._request
+        Grader._request = lambda self, gdir, seed: {**request(self, gdir, seed), "timing_control": args.timing_control}
     if args.no_early_compare:  # diagnosis: nothing compared while the candidate's process runs
         Grader._compare_early = lambda self, pending, done: None
     task, hw = get_task("triton-rmsnorm"), detect_profile()
     if hw.interpreter:
         sys.exit("needs a GPU: the CPU interpreter has no meaningful timing")
     out = {"machine": hw.name, "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
-           "no_early_compare": args.no_early_compare}
-    for key, fn in (("a", lambda: noise(task, hw, args.n)), ("b", lambda: accuracy(task, hw)),
+           "no_early_compare": args.no_early_compare,
+           "timing_control": args.timing_control}
+    for key, fn in (("a", lambda: noise(task, hw, args.n, args.raw_dir)), ("b", lambda: accuracy(task, hw)),
                     ("c", lambda: latency(task, hw, args.latency_n))):
         if key in args.only:
             try:
