@@ -81,3 +81,50 @@ def test_each_time_belongs_to_its_run_and_follows_its_own_refresh_and_flush(dev,
     # Inputs rotate through the pool, the verification set included, and never repeat back to back.
     sets = [op[1] for op in dev.log if op[0] == "refresh"]
     assert set(sets) == set(pool) and all(a != b for a, b in zip(sets, sets[1:]))
+
+
+def test_every_graph_is_captured_on_one_stream(monkeypatch):
+    """The caching allocator reuses a freed block only on the stream it was allocated on: the candidate's graph
+    writes its output where the baseline's did only if both are captured on the same stream (on the H200, a stream
+    per capture put them 0.3-3 GB apart and a copy of the baseline timed ~1% slow; benchmarks/results run 14-15)."""
+    import contextlib
+
+    streams, captured_on = [], []
+
+    class Stream:
+        def __init__(self):
+            streams.append(self)
+
+        def wait_stream(self, other):
+            pass
+
+    current = {"s": None}
+
+    @contextlib.contextmanager
+    def on(stream):
+        before, current["s"] = current["s"], stream
+        yield
+        current["s"] = before
+
+    class Graph:
+        def capture_begin(self, pool=None):
+            captured_on.append(current["s"])
+
+        def capture_end(self):
+            pass
+
+    monkeypatch.setattr(harness, "_streams", {}, raising=False)
+    monkeypatch.setattr(harness.torch.cuda, "Stream", Stream)
+    monkeypatch.setattr(harness.torch.cuda, "stream", on)
+    monkeypatch.setattr(harness.torch.cuda, "current_stream", lambda: Stream.__new__(Stream))
+    monkeypatch.setattr(harness, "_CUDAGraph", Graph)
+    monkeypatch.setattr(harness, "_Event", Event)
+    monkeypatch.setattr(harness, "_record", lambda ev: None)
+    monkeypatch.setattr(harness, "_replay", lambda graph: None)
+    monkeypatch.setattr(harness, "_synchronize", lambda: None)
+    monkeypatch.setattr(harness, "_elapsed", lambda s, e: 1.0)
+    for _ in range(3):
+        t = harness.Timed(lambda x: x, (harness.torch.zeros(4),), warmup=1, pool=None)
+        assert t.graph is not None and t.inner
+    assert len(captured_on) == 3 and captured_on[0] is not None
+    assert all(s is captured_on[0] for s in captured_on)
