@@ -29,6 +29,7 @@ import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from kernelgym import seccomp
 from kernelgym.errors import SandboxUnavailableError
 
 #: Host variables passed into the sandbox: device selection and safety switches only, never keys.
@@ -142,17 +143,24 @@ def _popen(argv: list[str], env: dict[str, str], cwd: Path, limits: Limits, gpu:
 
 
 def _spawn(argv: list[str], bwrap: bool, **popen_kwargs) -> subprocess.Popen:
-    """`subprocess.Popen(argv, ...)`. Where `argv` starts bubblewrap (`bwrap`), it is asked for the host pid of
-    the sandbox's pid 1 (``--info-fd``), and a pidfd of that process is kept as ``proc.sandbox_init`` for
-    `kill_group`: code in the sandbox can take pid 1 over with ptrace (same uid), clear its parent-death signal
-    and make the outer bwrap exit while it lives on, out of bwrap's process group and parentage."""
+    """`subprocess.Popen(argv, ...)`. Where `argv` starts bubblewrap (`bwrap`), the sandbox gets the seccomp filter
+    of `kernelgym.seccomp` (``--seccomp``: no ptrace, no io_uring), and bwrap is asked for the host pid of the
+    sandbox's pid 1 (``--info-fd``), a pidfd of which is kept as ``proc.sandbox_init`` for `kill_group`: where
+    ptrace is possible (no filter for this machine), code in the sandbox can take pid 1 over (same uid), clear
+    its parent-death signal and make the outer bwrap exit while it lives on, out of bwrap's process group."""
     if not bwrap:
         return subprocess.Popen(argv, **popen_kwargs)
     r, w = os.pipe()
+    filter_fd = seccomp.program_fd()
+    extra, fds = ["--info-fd", str(w)], [w]
+    if filter_fd is not None:
+        extra += ["--seccomp", str(filter_fd)]
+        fds.append(filter_fd)
     try:
-        proc = subprocess.Popen([argv[0], "--info-fd", str(w), *argv[1:]], pass_fds=(w,), **popen_kwargs)
+        proc = subprocess.Popen([argv[0], *extra, *argv[1:]], pass_fds=fds, **popen_kwargs)
     finally:
-        os.close(w)
+        for fd in fds:
+            os.close(fd)
     try:
         proc.sandbox_init = _init_pidfd(r)
     finally:

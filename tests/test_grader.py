@@ -498,6 +498,13 @@ def _processes_mentioning(text):
 HIJACK_PID1 = (Path(__file__).parent / "attacks" / "hijack_pid1.py").read_text()
 
 
+def _without_seccomp(monkeypatch):
+    """Sandboxes started from here on run without the seccomp filter, which refuses the hijack's ptrace
+    (tests/test_sandbox.py): the hijack tests test the second defence, the kill of the sandbox's pid 1 by pidfd."""
+    from kernelgym import seccomp
+    monkeypatch.setattr(seccomp, "program_fd", lambda: None)
+
+
 def _assert_nothing_outlives(run, directory):
     """Call `run`, in which the hijack attack runs from `directory`; then no process may still mention it."""
     try:
@@ -515,20 +522,22 @@ def _assert_nothing_outlives(run, directory):
 
 
 @pytest.mark.timeout(180)
-def test_a_hijacked_sandbox_init_does_not_outlive_the_grading(tmp_path, require_bwrap):
+def test_a_hijacked_sandbox_init_does_not_outlive_the_grading(tmp_path, require_bwrap, monkeypatch):
     ws = workspace(tmp_path, HIJACK_PID1 + "\n" + BASELINE)
     grader = Grader(TASK, detect_profile("cpu-interpreter"), tmp_path / "grading", GraderConfig(timeout_s=60.0))
+    _without_seccomp(monkeypatch)
     grader.start_worker(seed=7)
     _assert_nothing_outlives(lambda: grader.grade(ws, seed=7), grader._prepared[0])
 
 
 @pytest.mark.timeout(120)
-def test_a_hijacked_sandbox_init_does_not_outlive_a_shell_command(tmp_path, require_bwrap):
+def test_a_hijacked_sandbox_init_does_not_outlive_a_shell_command(tmp_path, require_bwrap, monkeypatch):
     import sys
 
     from kernelgym.sandbox import BubblewrapSandbox, Limits
     ws = tmp_path / "ws"
     ws.mkdir()
     (ws / "attack.py").write_text(HIJACK_PID1)
+    _without_seccomp(monkeypatch)
     _assert_nothing_outlives(
         lambda: BubblewrapSandbox(ws).run(f"{sys.executable} attack.py; sleep 100", limits=Limits(timeout_s=30)), ws)

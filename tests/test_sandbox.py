@@ -1,6 +1,11 @@
 """The sandbox: no network, read-only system, clean environment, limits, process-tree kill."""
 import contextlib
+import errno
+import json
+import platform
 import socket
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -125,3 +130,57 @@ def test_sysctls_are_read_only(box):
     r = box.run("cat /proc/sys/kernel/core_pattern > /tmp/v && cat /tmp/v > /proc/sys/kernel/core_pattern "
                 "&& echo WROTE_SYSCTL")
     assert "WROTE_SYSCTL" not in r.output and r.returncode != 0
+
+
+SYSCALLS = r'''
+import ctypes, errno, json
+libc = ctypes.CDLL(None, use_errno=True)
+libc.syscall.restype = ctypes.c_long
+def call(nr):  # PTRACE_TRACEME for ptrace (succeeds unfiltered); the others fail unfiltered with EFAULT/EINVAL/EBADF
+    ctypes.set_errno(0)
+    r = libc.syscall(nr, 0, 0, 0, 0, 0)
+    return errno.errorcode.get(ctypes.get_errno(), "OK") if r == -1 else "OK"
+print(json.dumps({name: call(nr) for name, nr in NUMBERS.items()}))
+'''
+
+
+@pytest.mark.skipif(platform.machine() != "x86_64", reason="syscall numbers below are x86-64's")
+def test_ptrace_process_access_and_io_uring_are_refused(box):
+    from kernelgym import seccomp
+    numbers = seccomp._REFUSED["x86_64"]
+    (box.workspace / "s.py").write_text(f"NUMBERS = {numbers!r}\n{SYSCALLS}")
+    r = box.run(f"{sys.executable} s.py")
+    assert json.loads(r.output.splitlines()[0]) == {name: "EPERM" for name in numbers}, r.output
+    # Outside the sandbox the same calls are not refused (the test can tell the filter from the kernel).
+    out = subprocess.run([sys.executable, "-c", f"NUMBERS = {numbers!r}\n{SYSCALLS}"], capture_output=True, text=True)
+    assert json.loads(out.stdout)["ptrace"] == "OK" and json.loads(out.stdout)["io_uring_setup"] != "EPERM"
+
+
+# mov eax, 26 (i386 ptrace); xor ebx, ebx (PTRACE_TRACEME); int 0x80; ret: the 32-bit ABI from 64-bit code.
+I386_PTRACE = r'''
+import ctypes, mmap
+code = bytes.fromhex("b81a00000031dbcd80c3")
+buf = mmap.mmap(-1, mmap.PAGESIZE, prot=mmap.PROT_READ | mmap.PROT_WRITE | mmap.PROT_EXEC)
+buf.write(code)
+fn = ctypes.CFUNCTYPE(ctypes.c_int)(ctypes.addressof(ctypes.c_char.from_buffer(buf)))
+print(fn())
+'''
+
+
+@pytest.mark.skipif(platform.machine() != "x86_64", reason="the 32-bit x86 ABI exists only on x86-64")
+def test_system_calls_of_another_abi_are_refused(box):
+    outside = subprocess.run([sys.executable, "-c", I386_PTRACE], capture_output=True, text=True)
+    if outside.stdout.strip() != "0":
+        pytest.skip(f"this kernel runs no 32-bit syscalls (int 0x80 gave {outside.stdout.strip() or outside.stderr[-200:]})")
+    (box.workspace / "i386.py").write_text(I386_PTRACE)
+    r = box.run(f"{sys.executable} i386.py")
+    assert r.output.splitlines()[0] == str(-errno.EPERM), r.output
+
+
+def test_the_filter_is_built_only_for_known_machines():
+    from kernelgym import seccomp
+    assert seccomp.program("riscv64") is None
+    for machine in ("x86_64", "aarch64"):
+        prog = seccomp.program(machine)
+        # load arch, check arch, load nr, [x32 bit,] one check per refused call, allow, deny: 8 bytes each
+        assert len(prog) == 8 * (3 + (machine == "x86_64") + len(seccomp._REFUSED[machine]) + 2)
