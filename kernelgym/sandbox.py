@@ -36,6 +36,10 @@ from kernelgym.errors import SandboxUnavailableError
 PASSTHROUGH_ENV = ("CUDA_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES", "LD_LIBRARY_PATH",
                    "NCCL_NVLS_ENABLE", "TORCH_SYMM_MEM_DISABLE_MULTICAST", "NVSHMEM_DISABLE_NVLS")
 
+#: This Python, as a normalized absolute path: started as ``../.venv/bin/python``, sys.executable holds a ``..``
+#: through a directory the sandbox does not mount, and bwrap could not start it.
+PYTHON = os.path.abspath(sys.executable)
+
 INSTALL_HINT = ("Install bubblewrap (Debian/Ubuntu: `sudo apt-get install bubblewrap`; Fedora: `sudo dnf install "
                 "bubblewrap`), or opt out of sandboxing explicitly with sandbox='none' "
                 "(CLI: --no-sandbox), which runs agent commands unisolated on this machine.")
@@ -190,7 +194,7 @@ def _init_pidfd(info: int, timeout_s: float = 60.0) -> int | None:
 def clean_env(home: Path, extra: dict[str, str] | None = None) -> dict[str, str]:
     """A fresh environment: PATH with this Python's bin first, no host variables but `PASSTHROUGH_ENV`."""
     env = {
-        "PATH": os.pathsep.join([str(Path(sys.executable).parent), "/usr/local/bin", "/usr/bin", "/bin"]),
+        "PATH": os.pathsep.join([str(Path(PYTHON).parent), "/usr/local/bin", "/usr/bin", "/bin"]),
         "HOME": str(home), "TMPDIR": "/tmp", "LANG": "C.UTF-8", "PYTHONDONTWRITEBYTECODE": "1",
         "PYTHONUNBUFFERED": "1", "TRITON_CACHE_DIR": "/tmp/triton-cache",
     }

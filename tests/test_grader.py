@@ -461,7 +461,7 @@ if sys.argv[1] == "unprepared":
 go = sys.stdin.readline().split()
 assert go == ["go", token], go
 print("unprepared 0 %s %s" % (token, path), flush=True)  # after 'started': must be ignored
-print("done 3 %s %s" % (token, path), flush=True)
+print("X y done 3 %s %s" % (token, path), flush=True)  # junk a candidate put before the reply (no newline)
 sys.stdin.readline()
 """
 
@@ -541,3 +541,28 @@ def test_a_hijacked_sandbox_init_does_not_outlive_a_shell_command(tmp_path, requ
     _without_seccomp(monkeypatch)
     _assert_nothing_outlives(
         lambda: BubblewrapSandbox(ws).run(f"{sys.executable} attack.py; sleep 100", limits=Limits(timeout_s=30)), ws)
+
+
+def test_outputs_written_by_the_candidate_before_the_harness_are_not_graded(grade):
+    # tests/attacks/forged_outputs_early.py: returns zeros, but at import saves the right answers as outputs.pt,
+    # which the parent's early comparison used to read and keep; the harness's own outputs.pt came later.
+    g = grade((Path(__file__).parent / "attacks" / "forged_outputs_early.py").read_text())
+    assert g.compiled and not g.correct and g.score == 20, g.summary()
+
+
+@pytest.mark.timeout(240)
+def test_a_run_queued_in_the_workers_stdin_is_never_served(tmp_path, require_bwrap):
+    # tests/attacks/second_run.py writes "run ... request.json" into the worker's stdin through /proc/1/fd/0 and
+    # puts an 'X' in front of the worker's reply; the worker used to serve that run after answering, in a fork
+    # whose memory still held the token, so the second run could forge the reply. Now the reply is still read
+    # and the worker exits after its one run.
+    ws = workspace(tmp_path, (Path(__file__).parent / "attacks" / "second_run.py").read_text() + "\n" + BASELINE)
+    grader = Grader(TASK, detect_profile("cpu-interpreter"), tmp_path / "grading", GraderConfig(timeout_s=60.0))
+    grader.start_worker(seed=5)
+    gdir = grader._prepared[0]
+    t = time.monotonic()
+    g = grader.grade(ws, seed=5)
+    assert g.score == 120.0 and time.monotonic() - t < 30, g.summary()  # the spoiled reply was still taken
+    time.sleep(2)
+    runs = (gdir / "runs.txt").read_text()
+    assert runs.count("imported") == 1, runs

@@ -13,7 +13,6 @@ import json
 import math
 import os
 import statistics
-import sys
 import threading
 import time
 import uuid
@@ -30,7 +29,7 @@ from kernelgym.grader.worker import GraderWorker
 from kernelgym.roofline import achieved, evaluate
 from kernelgym.hardware import HardwareProfile
 from kernelgym.launch_options import unsupported_launch_options
-from kernelgym.sandbox import Limits, make_sandbox
+from kernelgym.sandbox import PYTHON, Limits, make_sandbox
 from kernelgym.task import Task
 
 HARNESS = Path(__file__).resolve().parent / "harness.py"
@@ -170,6 +169,17 @@ def _text(value: Any, limit: int = 6000) -> str:
     return str(value)[-limit:]
 
 
+def _identity(path: Path) -> tuple[int, int, int, int] | None:
+    """(device, inode, size, ctime in ns) of `path` itself (a link is not followed), or None where it is absent: a
+    file replaced by rename, or written again in place, gets another identity (ctime cannot be set by a process,
+    unlike mtime)."""
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return None
+    return st.st_dev, st.st_ino, st.st_size, st.st_ctime_ns
+
+
 def _write_new(path: Path, data: bytes) -> None:
     # O_EXCL | O_NOFOLLOW: never write through anything already at the path (a planted symlink).
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -215,7 +225,8 @@ class Grader:
         self._prepared = None
         gdir = self._new_grading_dir(seed) if seed is not None else None
         self.worker = GraderWorker(gdir or self.work_dir, [self.baseline_dir], self.config.sandbox,
-                                   gpu=not self.hardware.interpreter, env=self._harness_env())
+                                   gpu=not self.hardware.interpreter, env=self._harness_env(),
+                                   one_run=not self.keep_worker)
         if gdir is not None:
             self.worker.prepare(gdir / "request.json")
             self._start_references(seed)
@@ -242,7 +253,7 @@ class Grader:
         problems = copy_editable(self.task, Path(workspace).resolve(), gdir)
         self.launch_notes = [n for rel in self.task.spec.editable_files if (gdir / rel).is_file()
                              for n in unsupported_launch_options((gdir / rel).read_text(errors="replace"), self.hardware)]
-        self._compares: dict[tuple[Path, int], tuple[bool, str, float | None]] = {}
+        self._compares: dict[tuple[Path, int], tuple[tuple[bool, str, float | None], tuple | None]] = {}
         self._compare_lock, self._file_locks, self._files = threading.Lock(), {}, {}
         self._grading_start, self.compare_log = start, []
         check, timed = (None, None) if problems else self._run_harness_comparing(gdir, seed)
@@ -356,30 +367,41 @@ class Grader:
     def _compared(self, path: Path, i: int, ref_seed: int, final: bool = True) -> tuple[bool, str, float | None] | None:
         """`compare_outputs` of output `i` in the candidate-written file `path` (a dict saved by torch.save) with
         the reference of config `i` on seed `ref_seed`. Memoized: what `_compare_early` compared while the
-        candidate still ran is not compared again. Returns (ok, message, max_abs_err); with `final=False`, None
-        where the file cannot be read yet (then nothing is remembered and the final call reads it again).
-        Thread-safe; different files are compared in parallel (torch releases the GIL)."""
+        candidate still ran is not compared again, unless the file was replaced or changed since (the final call,
+        made when no candidate code runs any more, checks: a candidate that wrote its own outputs.pt before the
+        harness did must not have that early copy graded). Returns (ok, message, max_abs_err); with
+        `final=False`, None where the file cannot be read yet, or changed while read (then nothing is remembered
+        and the final call reads it again). Thread-safe; different files are compared in parallel (torch
+        releases the GIL)."""
         with self._compare_lock:
             file_lock = self._file_locks.setdefault(path, threading.Lock())
         with file_lock:
-            if (path, i) not in self._compares:
+            memo = self._compares.get((path, i))
+            if memo is not None and final and memo[1] != _identity(path):
+                memo = None  # replaced or written again after it was compared: compare what is there now
+                self._files.pop(path, None)
+            if memo is None:
                 cfg, t = self.configs[i], time.monotonic()
                 try:
                     if path not in self._files:  # outputs.pt holds every config's output: loaded once
-                        cap = self._max_output_bytes()
-                        self._files[path] = load_tensors_untrusted(path, max_bytes=cap, max_unpacked_bytes=cap)
-                    out = self._files[path].pop(str(i), None)  # dropped once compared: memory goes as it is done
+                        cap, before = self._max_output_bytes(), _identity(path)
+                        tensors = load_tensors_untrusted(path, max_bytes=cap, max_unpacked_bytes=cap)
+                        if _identity(path) != before:
+                            raise UntrustedFileError(f"{path.name}: changed while it was read")
+                        self._files[path] = (tensors, before)
+                    tensors, ident = self._files[path]
+                    out = tensors.pop(str(i), None)  # dropped once compared: memory goes as it is done
                     result = (compare_outputs(out, self._reference(cfg, ref_seed), cfg, self._tolerance(cfg))
                               if out is not None
                               else (False, "no output saved", None))
                 except UntrustedFileError as e:
                     if not final:
                         return None
-                    result = (False, f"output unreadable: {e}", None)
-                self._compares[(path, i)] = result
+                    result, ident = (False, f"output unreadable: {e}", None), _identity(path)
+                memo = self._compares[(path, i)] = (result, ident)
                 # For benchmarks/grading.py: (file, config, s spent, s since grading began when done)
                 self.compare_log.append((path.name, i, time.monotonic() - t, time.monotonic() - self._grading_start))
-            return self._compares[(path, i)]
+            return memo[0]
 
     def _compare_early(self, pending: list[tuple[Path, int, int]], done: threading.Event) -> None:
         """While the candidate's process runs: compare each of the `pending` (file, config, reference seed) as soon
@@ -496,7 +518,7 @@ class Grader:
         if output is None:
             sandbox = make_sandbox(self.config.sandbox, gdir, readonly=[HARNESS, self.baseline_dir],
                                    gpu=not self.hardware.interpreter, env=self._harness_env())
-            run = sandbox.run([sys.executable, str(HARNESS), str(gdir / "request.json")],
+            run = sandbox.run([PYTHON, str(HARNESS), str(gdir / "request.json")],
                               limits=Limits(timeout_s=self.config.timeout_s, max_output_bytes=8000))
             timed_out, output, code = run.timed_out, run.output, run.returncode
         if timed_out:

@@ -539,7 +539,7 @@ def _wait_finished(pid, ready):
         os.close(pidfd)
 
 
-def serve(kill_others=False):
+def serve(kill_others=False, one_run=False):
     """Warm worker: torch and triton imported, CUDA not started. Reads commands from stdin, one per line:
 
     - ``prepare PATH``: fork a child that runs `prepare` for the request at PATH (CUDA start, inputs, the
@@ -553,7 +553,12 @@ def serve(kill_others=False):
       Without a prepared child, one is forked that does both.
 
     The answer comes as soon as the child has written its results (it says so on its ready pipe), or exits.
-    Each child starts CUDA itself (CUDA does not survive a fork) and logs to ``harness.log`` beside its request."""
+    Each child starts CUDA itself (CUDA does not survive a fork) and logs to ``harness.log`` beside its request.
+
+    With `one_run` (``--one-run``, for a worker that serves one untrusted grading) the worker exits after its
+    first answer to ``run``: a candidate can write lines into the worker's stdin through bwrap's pid 1
+    (/proc/1/fd/0), and a ``run`` it queued there must not be served (a second run, which could also find the
+    parent's token in the forked memory)."""
     import ctypes
 
     import triton  # noqa: F401 - imported once here, so each grading skips it
@@ -608,7 +613,9 @@ def serve(kill_others=False):
             os.waitpid(pid, 0)
         except ChildProcessError:
             pass
+        if one_run and command == "run":
+            os._exit(0)  # pid 1 of the sandbox ends it (and with it anything left) once this process is gone
 
 
 if __name__ == "__main__":
-    serve("--kill-others" in sys.argv) if sys.argv[1] == "--serve" else main(sys.argv[1])
+    serve("--kill-others" in sys.argv, "--one-run" in sys.argv) if sys.argv[1] == "--serve" else main(sys.argv[1])

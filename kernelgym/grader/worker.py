@@ -10,12 +10,11 @@ from __future__ import annotations
 import os
 import secrets
 import select
-import sys
 import time
 import weakref
 from pathlib import Path
 
-from kernelgym.sandbox import Limits, kill_group, make_sandbox
+from kernelgym.sandbox import PYTHON, Limits, kill_group, make_sandbox
 
 HARNESS = Path(__file__).resolve().parent / "harness.py"
 MAX_REPLY_BYTES = 1 << 16  # what is kept of the worker's output while waiting for its reply
@@ -28,15 +27,18 @@ class GraderWorker:
         root: the grading root (writable inside the sandbox); each request's directory lies under it.
         readonly: paths bound read-only (the harness, the pristine baseline copy).
         sandbox: backend name ('bwrap' or 'none'). gpu: pass the GPU in. env: extra variables.
+        one_run: the worker exits after its first ``run`` (``--one-run``): for a worker that grades untrusted code.
     """
 
-    def __init__(self, root: Path, readonly: list[Path], sandbox: str, gpu: bool, env: dict[str, str]):
+    def __init__(self, root: Path, readonly: list[Path], sandbox: str, gpu: bool, env: dict[str, str],
+                 one_run: bool = False):
         box = make_sandbox(sandbox, root, readonly=[HARNESS, *readonly], gpu=gpu,
                            # NVML-based availability check: the worker must not start CUDA before it forks.
                            env={**env, "PYTORCH_NVML_BASED_CUDA_CHECK": "1"})
         # In bwrap the worker has a pid namespace of its own, so it may kill everything else in it after each run
         # (`--kill-others`); never without one (sandbox "none"), where that would be every process of the user.
-        argv = [sys.executable, str(HARNESS), "--serve"] + (["--kill-others"] if sandbox == "bwrap" else [])
+        argv = [PYTHON, str(HARNESS), "--serve"] + (["--kill-others"] if sandbox == "bwrap" else [])
+        argv += ["--one-run"] if one_run else []
         self.proc = box.popen(argv, limits=Limits(timeout_s=24 * 3600))
         # An env that is never closed must not leave its worker (and a prepared child's GPU memory) behind.
         weakref.finalize(self, kill_group, self.proc)
@@ -85,17 +87,20 @@ class GraderWorker:
             if not chunk:  # the worker died
                 return None, False, False
             buf = (buf + chunk)[-MAX_REPLY_BYTES:]
+            marker = f" {token} {request_path}".encode()  # the path may hold spaces
             for line in buf.split(b"\n")[:-1]:
-                kind = line.split(b" ", 1)[0]
-                parts = line.split(b" ", 2 if kind == b"started" else 3)  # the path may hold spaces
-                if len(parts) < 3 or parts[-2:] != [token.encode(), str(request_path).encode()]:
+                # The worker writes each reply in one write, but a candidate can put bytes without a newline in front
+                # of it (through /proc/1/fd/1): words are read from the end, a kind from its word's end. Only the
+                # token authenticates.
+                if not line.endswith(marker):
                     continue
-                if kind == b"started" and not started:
+                head = line[:-len(marker)].split(b" ")
+                if head[-1].endswith(b"started") and not started:
                     started = True
                     self._send(f"go {token}")
-                elif kind == b"done" or (kind == b"unprepared" and not started):
+                elif len(head) >= 2 and (head[-2].endswith(b"done") or head[-2].endswith(b"unprepared") and not started):
                     try:
-                        return int(parts[1]), False, parts[0] == b"unprepared"
+                        return int(head[-1]), False, head[-2].endswith(b"unprepared")
                     except ValueError:
                         pass
             buf = buf.rsplit(b"\n", 1)[-1]
