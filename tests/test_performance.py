@@ -32,8 +32,9 @@ def runs(t):
     return [t / (0.99 if r % 2 else 1.01) for r in range(10) for _ in range(10)]
 
 
-def fake_grader(tmp_path, monkeypatch, times, wrong_timed=False, hardware=H200):
-    """A Grader on a GPU profile whose harness 'ran' the baseline kernel and reported `times` (ms pairs)."""
+def fake_grader(tmp_path, monkeypatch, times, wrong_timed=False, hardware=H200, extra=None):
+    """A Grader on a GPU profile whose harness 'ran' the baseline kernel and reported `times` (ms pairs), with
+    `extra` fields added to every config's timing result."""
     reference, builder = load_reference(TASK)
     g = Grader(TASK, hardware, tmp_path / "grading", configs=CONFIGS)
 
@@ -51,7 +52,8 @@ def fake_grader(tmp_path, monkeypatch, times, wrong_timed=False, hardware=H200):
                  "configs": [{"config": c, "ok": True, "error": None} for c in g.configs]}
         timed = {"stage": "time", "ok": True, "persisting_l2_reset": True, "configs": [
             {"config": c, "ok": True, "baseline_runs_ms": [b] * 100, "candidate_runs_ms": runs(t),
-             "baseline_mode": "cuda-graph", "candidate_mode": "cuda-graph"} for c, (b, t) in zip(g.configs, times)]}
+             "baseline_mode": "cuda-graph", "candidate_mode": "cuda-graph", **(extra or {})}
+            for c, (b, t) in zip(g.configs, times)]}
         return check, timed
     monkeypatch.setattr(g, "_run_harness", run_harness)
     return g
@@ -148,3 +150,25 @@ def test_a_file_caught_half_written_is_read_again_at_the_end(tmp_path, monkeypat
     monkeypatch.setattr(g, "_run_harness", torn_then_whole)
     grade = g.grade(TASK.root, seed=6)
     assert grade.correct, grade.summary()
+
+
+def test_a_wrong_timed_run_fails_correctness(tmp_path, monkeypatch):
+    # The harness checks every timed run of the candidate against the baseline's output on the same inputs.
+    extra = {"wrong_output": "timed run 7 (input set 2): the output differs from the baseline's"}
+    grade = fake_grader(tmp_path, monkeypatch, [(0.05, 0.01)] * 5, extra=extra).grade(TASK.root, seed=3)
+    assert not grade.correct and grade.score == 20.0 and grade.speedup is None
+    assert "timed run 7" in "\n".join(grade.stages[2].messages)
+
+
+def test_work_left_outside_the_in_graph_events_is_timed_by_the_outer_events(tmp_path, monkeypatch):
+    # The candidate's in-graph window says 0.01 ms, but its graph takes 0.05 ms more outside its own events than
+    # the baseline's does (1 µs launch for both): the outer events time both, and the speedup is ~1, not 5.
+    extra = {"baseline_outer_runs_ms": [0.051] * 100, "candidate_outer_runs_ms": [0.061] * 100}
+    times = [(0.05, 0.01)] * 5
+    grade = fake_grader(tmp_path, monkeypatch, times, extra=extra).grade(TASK.root, seed=3)
+    assert grade.correct and grade.speedup == pytest.approx(0.051 / 0.061, rel=1e-3)
+    assert "outside its own timing events" in grade.configs[0]["timing_mode"]
+    # An honest graph (the same launch gap as the baseline's) keeps its in-graph times.
+    extra = {"baseline_outer_runs_ms": [0.051] * 100, "candidate_outer_runs_ms": [t + 0.001 for t in runs(0.01)]}
+    grade = fake_grader(tmp_path / "honest", monkeypatch, times, extra=extra).grade(TASK.root, seed=3)
+    assert grade.speedup == pytest.approx(5.0, rel=1e-3) and grade.configs[0]["timing_mode"] == "cuda-graph"

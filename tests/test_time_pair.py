@@ -4,6 +4,7 @@ the run it is reported for (a graph's events are read before that graph is repla
 from types import SimpleNamespace
 
 import pytest
+import torch
 
 from kernelgym.grader import harness
 
@@ -26,12 +27,27 @@ class Event:
         self.t = None
 
 
-def kernel(dev, who, inner):
-    t = SimpleNamespace(who=who, inner=inner, graph=who if inner else None, start=Event(), end=Event())
-    t.refresh = lambda values: dev.log.append(("refresh", values))
+POOL = ["verify", "set1", "set2", "set3"]
+
+
+def kernel(dev, who, inner, honest_on=tuple(POOL)):
+    """A kernel on the simulated device: its output (one number) is the index of the input set it was given, where
+    that set is in `honest_on`; elsewhere it writes nothing (the output keeps what was there)."""
+    t = SimpleNamespace(who=who, inner=inner, graph=who if inner else None, start=Event(), end=Event(),
+                        out=torch.zeros(1))
+
+    def refresh(values):
+        dev.log.append(("refresh", values))
+        t.given = values
+    t.refresh = refresh
 
     def call():
-        dev.run(who)
+        if t.graph is not None:
+            harness._replay(t.graph)
+        else:
+            dev.run(who)
+        if t.given in honest_on:
+            t.out[0] = float(POOL.index(t.given))
     t.call = call
     return t
 
@@ -41,11 +57,13 @@ def dev(monkeypatch):
     d = Device()
     kernels = {}
 
-    def replay(graph):  # a graph with events inside: start, the kernel, end
+    def replay(graph):  # a graph with events inside: launch (0.5), start, the kernel, end, graph end (0.5)
         t = kernels[graph]
+        d.clock += 0.5
         t.start.t = d.clock
         d.run(graph)
         t.end.t = d.clock
+        d.clock += 0.5
 
     def record(ev):
         ev.t = d.clock
@@ -55,6 +73,7 @@ def dev(monkeypatch):
     monkeypatch.setattr(harness, "_synchronize", lambda: None)
     monkeypatch.setattr(harness, "_elapsed", lambda s, e: e.t - s.t)
     monkeypatch.setattr(harness, "_sum", lambda flush: d.log.append(("flush",)))
+    monkeypatch.setattr(harness, "_fill", lambda out, v: (d.log.append(("poison",)), out.fill_(v)))
     d.kernels = kernels
     return d
 
@@ -63,17 +82,25 @@ def dev(monkeypatch):
 def test_each_time_belongs_to_its_run_and_follows_its_own_refresh_and_flush(dev, inner):
     base, cand = kernel(dev, "baseline", inner), kernel(dev, "candidate", inner)
     dev.kernels.update(baseline=base, candidate=cand)
-    pool = ["verify", "set1", "set2", "set3"]
-    times, how = harness.time_pair(base, cand, pool, flush=object(), reps=20, rounds=4, reset_l2=None)
+    pool = POOL
+    resets = []
+    expected = [torch.tensor([float(i)]) for i in range(len(pool))]
+    times, how, wrong = harness.time_pair(base, cand, pool, flush=object(), reps=20, rounds=4,
+                                          reset_l2=lambda: resets.append(1), expected=expected, tolerance=(0.0, 0.0))
+    assert wrong is None
     assert how == ("events in the graphs" if inner else "events around each call")
     assert times["baseline"] == pytest.approx(dev.durations["baseline"])  # right time, right run, in order
     assert times["candidate"] == pytest.approx(dev.durations["candidate"])
-    assert len(times["baseline"]) == len(times["candidate"]) == 20
+    # Events around each call: the graph's launch and tail (1.0 here) included.
+    assert times["candidate_outer"] == pytest.approx([d + (1.0 if inner else 0.0) for d in dev.durations["candidate"]])
+    assert len(times["baseline"]) == len(times["candidate"]) == len(times["baseline_outer"]) == 20
+    assert len(resets) == 40  # the persisting-L2 reset before every run
     runs = [i for i, op in enumerate(dev.log) if op[0] == "run"]
     prev = -1
     for i in runs:
         between = [op[0] for op in dev.log[prev + 1:i]]
-        assert between == ["refresh", "flush"], between  # one fresh input set and one flush per timed run
+        # one fresh input set, the output poisoned (graphs only: an eager call returns a new tensor), one flush
+        assert between == (["refresh", "poison", "flush"] if inner else ["refresh", "flush"]), between
         prev = i
     # Order alternates by round: B then C, then C then B.
     order = [op[1] for op in dev.log if op[0] == "run"]
@@ -128,3 +155,14 @@ def test_every_graph_is_captured_on_one_stream(monkeypatch):
         assert t.graph is not None and t.inner
     assert len(captured_on) == 3 and captured_on[0] is not None
     assert all(s is captured_on[0] for s in captured_on)
+
+
+@pytest.mark.parametrize("inner", [True, False])
+def test_a_kernel_that_computes_only_on_the_verification_inputs_is_caught_in_its_timed_runs(dev, inner):
+    # It recognizes the verification set (by its values, or by counting calls) and skips the work elsewhere.
+    base, cand = kernel(dev, "baseline", inner), kernel(dev, "candidate", inner, honest_on=("verify",))
+    dev.kernels.update(baseline=base, candidate=cand)
+    expected = [torch.tensor([float(i)]) for i in range(len(POOL))]
+    _, _, wrong = harness.time_pair(base, cand, POOL, flush=None, reps=20, rounds=4, reset_l2=None,
+                                    expected=expected, tolerance=(1e-3, 1e-3))
+    assert wrong is not None and wrong.startswith("timed run 1 (input set 2)"), wrong  # its first timed run

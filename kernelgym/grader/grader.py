@@ -23,7 +23,7 @@ from typing import Any
 from kernelgym.grader.compare import PreparedReference, compare_outputs, prepare_reference
 from kernelgym.grader.reference import load_reference
 from kernelgym.grader.score import arena_score
-from kernelgym.grader.timing_stats import TimingError, summarize
+from kernelgym.grader.timing_stats import TimingError, choose_runs, summarize
 from kernelgym.grader.untrusted import UntrustedFileError, load_json_untrusted, load_tensors_untrusted, read_untrusted
 from kernelgym.grader.worker import GraderWorker
 from kernelgym.roofline import achieved, evaluate
@@ -331,18 +331,27 @@ class Grader:
             return Stage("performance", False, ["timing result malformed"]), None, True
         for i, (row, t) in enumerate(zip(rows, timed)):
             cfg = row["config"]
+            if t.get("wrong_output"):  # a timed run's output differed from the baseline's on the same inputs
+                msg = _text(t["wrong_output"], 600)
+                row.update(correct=False, error=f"output of the timed path is wrong: {msg}")
+                return Stage("performance", False, [f"{cfg}: output of the timed path is wrong: {msg}"]), None, False
             try:  # reported by the candidate's process: checked and summarized here
                 if t.get("ok") is not True:
                     raise TimingError(_text(t.get("error")))
-                stats = summarize(t.get("baseline_runs_ms"), t.get("candidate_runs_ms"), self.config.rounds)
+                base_runs, cand_runs, note = choose_runs(t)
+                stats = summarize(base_runs, cand_runs, self.config.rounds)
             except TimingError as e:
                 return Stage("performance", False, [f"{cfg}: timing failed: {e}"]), None, True
+            if note:
+                messages.append(f"{cfg}: {note}")
             ok, msg, _ = self._compared(timed_output_path(gdir, i), i, verify_seed(seed, i))
             if not ok:
                 # Blocks kernels that are honest while checked and cheap while timed.
                 row.update(correct=False, error=f"output of the timed path is wrong: {msg}")
                 return Stage("performance", False, [f"{cfg}: output of the timed path is wrong: {msg}"]), None, False
             row.update(stats, timing_mode=str(t.get("candidate_mode")), baseline_timing_mode=str(t.get("baseline_mode")))
+            if note:
+                row.update(timing_mode=note, baseline_timing_mode=note)
             if spec.roofline:
                 gbps, tflops = achieved(evaluate(spec.roofline.bytes, cfg), evaluate(spec.roofline.flops, cfg),
                                         row["candidate_ms"])
@@ -493,6 +502,7 @@ class Grader:
                 else str(self.baseline_dir),
                 "warmup": self.config.warmup, "reps": self.config.reps, "rounds": self.config.rounds,
                 "input_sets": self.config.input_sets, "flush_bytes": self.hardware.flush_bytes,
+                "tolerances": [self._tolerance(cfg).model_dump() for cfg in self.configs],
                 "require_triton_launch": self.task.spec.language == "triton"}
 
     def _run_harness(self, gdir: Path, seed: int) -> tuple[dict, dict | None]:

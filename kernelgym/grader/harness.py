@@ -44,6 +44,9 @@ _CUDAGraph = torch.cuda.CUDAGraph if _GPU else None
 _replay = torch.cuda.CUDAGraph.replay if _GPU else None
 _sum = torch.Tensor.sum
 _copy = torch.Tensor.copy_
+_fill = torch.Tensor.fill_
+_isclose = torch.isclose
+_all = torch.Tensor.all
 try:
     import torch.utils.serialization
     torch.utils.serialization.config.save.compute_crc32 = False  # see _save
@@ -244,54 +247,76 @@ class Timed:
             self.out = self.fn(*self.args)
 
 
-def time_pair(base, cand, pool, flush, reps, rounds, reset_l2):
-    """Interleave baseline and candidate in `rounds` rounds (order alternating), reps/rounds timed runs each.
+def time_pair(base, cand, pool, flush, reps, rounds, reset_l2, expected=None, tolerance=None):
+    """Interleave baseline and candidate in `rounds` rounds (order alternating), reps/rounds timed runs each, one
+    run at a time.
 
-    Before each timed run, outside the timed window: fresh input values copied in, the cache flushed
-    (a read of `flush_bytes`, which leaves clean lines), so neither kernel reads a warm L2. Both kernels are
-    timed the same way: by the events inside their graphs where both have them, else by events around the call.
-    Returns ({"baseline": [ms per run, in round order], "candidate": [...]}, how they were timed)."""
+    Before each timed run, outside the timed window: fresh input values copied in, the persisting-L2 carve-out
+    reset (a thread of the candidate could set it again), the graphs' shared output block poisoned with NaN, and
+    the cache flushed (a read of `flush_bytes`, which leaves clean lines), so neither kernel reads a warm L2.
+    Every run is timed by events around the call (`outer`) and, where both graphs hold them, by the events inside
+    (`inner`, without the graph's launch latency). After each candidate run, outside the window, its output is
+    checked against `expected[k]`, the baseline's output for the input set `k` it was given, within
+    `tolerance` (atol, rtol): a kernel that computes only while checked (it recognizes the verification inputs,
+    or counts its calls) fails on the runs it skipped.
+
+    Returns ({"baseline": [ms per run, in round order], "candidate": [...], "baseline_outer": [...],
+    "candidate_outer": [...]}, how "baseline"/"candidate" were timed, the first wrong candidate run as a message
+    or None)."""
     per_round = max(reps // rounds, 1)
     inner = base.inner and cand.inner
-    times = {"baseline": [], "candidate": []}
-    if reset_l2 is not None:
-        reset_l2()
+    times = {"baseline": [], "candidate": [], "baseline_outer": [], "candidate_outer": []}
+    start, end = _Event(enable_timing=True), _Event(enable_timing=True)
+    wrong = None
     k = 1  # pool[0] (the verification inputs) comes last in each cycle, never right before verification
 
-    def stage(t):  # fresh inputs and the flush, queued before the run they are for
+    def stage(t):  # fresh inputs, poison and the flush, queued before the run they are for
         nonlocal k
         t.refresh(pool[k % len(pool)])
         k += 1
+        if reset_l2 is not None:
+            reset_l2()
+        if cand.graph is not None and isinstance(cand.out, torch.Tensor) and cand.out.is_floating_point():
+            _fill(cand.out, float("nan"))  # the block both graphs write: a run that writes nothing leaves NaN
         if flush is not None:
             # Evict by reading (flush_bytes >= 2 x the last-level cache): the lines left behind are clean,
             # so the timed kernel pays no write-back of the flush's own data (a write-based flush did:
             # ratios came out 2-12% below ncu's, whose cache control leaves clean caches). A float32 sum reads
             # 256 MiB in 68 us on the H200; the int32 one it replaced took 362 us (int64 accumulation).
             _sum(flush)
+        return (k - 1) % len(pool)
 
     for r in range(rounds):
         order = (("baseline", base), ("candidate", cand)) if r % 2 == 0 else (("candidate", cand), ("baseline", base))
         for who, t in order:
-            starts = [_Event(enable_timing=True) for _ in range(0 if inner else per_round)]
-            ends = [_Event(enable_timing=True) for _ in range(0 if inner else per_round)]
-            for j in range(per_round):
-                stage(t)
-                if inner:
-                    # One run at a time: its events are re-recorded by the graph's next replay. (Queueing the next
-                    # run's refresh and flush before reading this one saved time but made the runs far noisier on
-                    # the H200: per-config spread p95 8% instead of 1-2%; benchmarks/results, 2026-11-29 run 8.)
-                    _replay(t.graph)
-                    _synchronize()
-                    times[who].append(_elapsed(t.start, t.end))
-                    continue
-                _record(starts[j])
+            for _ in range(per_round):
+                # One run at a time: a graph's events are re-recorded by its next replay. (Queueing the next run's
+                # refresh and flush before reading this one saved time but made the runs far noisier on the H200:
+                # per-config spread p95 8% instead of 1-2%; benchmarks/results, 2026-11-29 run 8.)
+                used = stage(t)
+                _record(start)
                 t.call()
                 if t.graph is None:
                     _synchronize()  # device-wide: work on a side stream is counted
-                _record(ends[j])
-            _synchronize()
-            times[who] += [_elapsed(s, e) for s, e in zip(starts, ends)]
-    return times, ("events in the graphs" if inner else "events around each call")
+                _record(end)
+                _synchronize()
+                times[who + "_outer"].append(_elapsed(start, end))
+                times[who].append(_elapsed(t.start, t.end) if inner else times[who + "_outer"][-1])
+                if who == "candidate" and expected is not None and wrong is None:
+                    wrong = _wrong_output(t.out, expected[used], tolerance, len(times["candidate"]), used)
+    return times, ("events in the graphs" if inner else "events around each call"), wrong
+
+
+def _wrong_output(out, exp, tolerance, run, used):
+    """None where `out` matches `exp` (same shape and dtype, elementwise within `tolerance`, NaN only where `exp`
+    has NaN); else a message naming timed run `run` and input set `used`."""
+    atol, rtol = tolerance
+    if not isinstance(out, torch.Tensor) or out.shape != exp.shape or out.dtype != exp.dtype:
+        return f"timed run {run} (input set {used}) returned {type(out).__name__} {getattr(out, 'shape', '')}"
+    if bool(_all(_isclose(out, exp, rtol=rtol, atol=atol, equal_nan=True))):
+        return None
+    return (f"timed run {run} (input set {used}): the output differs from the baseline's for the same inputs beyond "
+            f"atol={atol:g}, rtol={rtol:g} (the kernel must compute the same in every timed run as when checked)")
 
 
 class Prepared:
@@ -338,12 +363,14 @@ def prepare_baseline(req, state, base_fn):
         try:
             verify = state.builder(cfg, req["seed"] + 1000 + i, "cuda")
             pool = [verify] + [tuple(_perturb(a, gen) for a in verify) for _ in range(req.get("input_sets", 4) - 1)]
+            # What every timed run of the candidate must match: the baseline's output on each input set.
+            expected = [base_fn(*args).detach().clone() for args in pool]
             static, graph_pool = tuple(_clone(a) for a in verify), torch.cuda.graph_pool_handle()
             base = Timed(base_fn, static, req["warmup"], graph_pool)
             base.out = None  # releases the output block for the candidate's graph (same pool, same address)
-            state.timing.append((cfg, pool, static, graph_pool, base))
+            state.timing.append((cfg, pool, static, graph_pool, base, expected))
         except Exception:  # noqa: BLE001
-            state.timing.append((cfg, None, None, None, tb(8)))
+            state.timing.append((cfg, None, None, None, tb(8), None))
     _synchronize()
 
 
@@ -364,7 +391,7 @@ def run_timing(req, state, cand_fn):
     the big outputs sooner, made the small configs, timed last, read 3.5% slow for a copy of the baseline on the
     H200, against about 1% in task order: benchmarks/results, 2026-11-29.)"""
     results = []
-    for i, (cfg, pool, static, graph_pool, base) in enumerate(state.timing):
+    for i, (cfg, pool, static, graph_pool, base, expected) in enumerate(state.timing):
         t = time.monotonic()
         entry = {"config": cfg, "ok": False, "error": None}
         if isinstance(base, str):
@@ -374,8 +401,16 @@ def run_timing(req, state, cand_fn):
         try:
             cand = Timed(cand_fn, static, req["warmup"], graph_pool)
             t = _phase(f"time[{i}].setup", t)
-            times, how = time_pair(base, cand, pool, state.flush, req["reps"], req.get("rounds", 10), state.reset_l2)
+            # Within twice the task's tolerance: baseline and candidate may each be off the reference by it.
+            tol = req.get("tolerances", [None] * (i + 1))[i]
+            times, how, wrong = time_pair(base, cand, pool, state.flush, req["reps"], req.get("rounds", 10),
+                                          state.reset_l2, expected if tol else None,
+                                          tol and (2 * tol["atol"], 2 * tol["rtol"]))
             t = _phase(f"time[{i}].runs", t)
+            if wrong:
+                entry.update(wrong_output=wrong, error=wrong)
+                results.append(entry)
+                continue
             # Verify the timed path: the verification inputs (not the last timed ones), poisoned output, one more
             # call made the same way as the timed ones.
             cand.refresh(pool[0])
@@ -389,6 +424,7 @@ def run_timing(req, state, cand_fn):
             # graph's output lives; both should be the same block of the shared pool.
             entry["output_addresses"] = [base.out_address, cand.out_address]
             entry.update(ok=True, baseline_runs_ms=times["baseline"], candidate_runs_ms=times["candidate"],
+                         baseline_outer_runs_ms=times["baseline_outer"], candidate_outer_runs_ms=times["candidate_outer"],
                          baseline_mode=f"{base.mode}; timed by {how}", candidate_mode=f"{cand.mode}; timed by {how}")
         except Exception:  # noqa: BLE001
             entry["error"] = tb(8)
