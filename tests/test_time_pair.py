@@ -94,7 +94,7 @@ def test_each_time_belongs_to_its_run_and_follows_its_own_refresh_and_flush(dev,
     # Events around each call: the graph's launch and tail (1.0 here) included.
     assert times["candidate_outer"] == pytest.approx([d + (1.0 if inner else 0.0) for d in dev.durations["candidate"]])
     assert len(times["baseline"]) == len(times["candidate"]) == len(times["baseline_outer"]) == 20
-    assert len(resets) == 40  # the persisting-L2 reset before every run
+    assert len(resets) == 1  # the persisting-L2 reset before the runs
     runs = [i for i, op in enumerate(dev.log) if op[0] == "run"]
     prev = -1
     for i in runs:
@@ -165,4 +165,20 @@ def test_a_kernel_that_computes_only_on_the_verification_inputs_is_caught_in_its
     expected = [torch.tensor([float(i)]) for i in range(len(POOL))]
     _, _, wrong = harness.time_pair(base, cand, POOL, flush=None, reps=20, rounds=4, reset_l2=None,
                                     expected=expected, tolerance=(1e-3, 1e-3))
-    assert wrong is not None and wrong.startswith("timed run 1 (input set 2)"), wrong  # its first timed run
+    assert wrong is not None and wrong.startswith("candidate's timed run"), wrong
+
+
+def test_one_random_run_per_block_of_each_kernel_is_checked(dev, monkeypatch):
+    # The same checks for both kernels (the work between runs stays alike), at positions drawn per block.
+    base, cand = kernel(dev, "baseline", True), kernel(dev, "candidate", True)
+    dev.kernels.update(baseline=base, candidate=cand)
+    checked = []
+    monkeypatch.setattr(harness, "_wrong_output", lambda out, exp, tol, who, run, used: checked.append((who, run)))
+    expected = [torch.tensor([float(i)]) for i in range(len(POOL))]
+    harness.time_pair(base, cand, POOL, flush=None, reps=100, rounds=10, reset_l2=None, expected=expected,
+                      tolerance=(0.0, 0.0))
+    for who in ("baseline", "candidate"):
+        runs = [run for w, run in checked if w == who]
+        assert len(runs) == 10 and all(10 * b < run <= 10 * (b + 1) for b, run in enumerate(runs)), runs
+    positions = {run % 10 for _, run in checked}
+    assert len(positions) > 1  # not always the same run of the block

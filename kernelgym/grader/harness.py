@@ -22,9 +22,11 @@ The result is written as JSON to the request's ``result`` path. Stage failures a
 Timing runs in the same process as the candidate and can, in principle, be tampered with by it: the
 timer's functions are bound before the candidate is imported, and the parent sanity-checks results.
 """
+import gc
 import importlib.util
 import json
 import os
+import secrets
 import select
 import signal
 import sys
@@ -47,6 +49,7 @@ _copy = torch.Tensor.copy_
 _fill = torch.Tensor.fill_
 _isclose = torch.isclose
 _all = torch.Tensor.all
+_randbelow = secrets.randbelow
 try:
     import torch.utils.serialization
     torch.utils.serialization.config.save.compute_crc32 = False  # see _save
@@ -249,33 +252,33 @@ class Timed:
 
 def time_pair(base, cand, pool, flush, reps, rounds, reset_l2, expected=None, tolerance=None):
     """Interleave baseline and candidate in `rounds` rounds (order alternating), reps/rounds timed runs each, one
-    run at a time.
+    run at a time, with Python's garbage collector off (as timeit does: a collection between the flush and the
+    launch left the GPU idle before some runs and slowed them, 2026-11-29 run 18).
 
-    Before each timed run, outside the timed window: fresh input values copied in, the persisting-L2 carve-out
-    reset (a thread of the candidate could set it again), the graphs' shared output block poisoned with NaN, and
-    the cache flushed (a read of `flush_bytes`, which leaves clean lines), so neither kernel reads a warm L2.
-    Every run is timed by events around the call (`outer`) and, where both graphs hold them, by the events inside
-    (`inner`, without the graph's launch latency). After each candidate run, outside the window, its output is
-    checked against `expected[k]`, the baseline's output for the input set `k` it was given, within
-    `tolerance` (atol, rtol): a kernel that computes only while checked (it recognizes the verification inputs,
-    or counts its calls) fails on the runs it skipped.
+    Before each timed run, outside the timed window: fresh input values copied in, the graphs' shared output block
+    poisoned with NaN, and the cache flushed (a read of `flush_bytes`, which leaves clean lines), so neither kernel
+    reads a warm L2. Every run is timed by events around the call (`outer`) and, where both graphs hold them, by
+    the events inside (`inner`, without the graph's launch latency). In every block of runs one run, drawn at
+    random when the block starts, has its output checked, outside the window, against `expected[k]`, the
+    baseline's output for the input set `k` it was given, within `tolerance` (atol, rtol): a kernel that computes
+    only while checked (it recognizes the verification inputs, or counts its calls) fails. Both kernels are
+    checked the same way, so the work around their runs stays the same.
 
     Returns ({"baseline": [ms per run, in round order], "candidate": [...], "baseline_outer": [...],
-    "candidate_outer": [...]}, how "baseline"/"candidate" were timed, the first wrong candidate run as a message
-    or None)."""
+    "candidate_outer": [...]}, how "baseline"/"candidate" were timed, the first wrong run as a message or None)."""
     per_round = max(reps // rounds, 1)
     inner = base.inner and cand.inner
     times = {"baseline": [], "candidate": [], "baseline_outer": [], "candidate_outer": []}
     start, end = _Event(enable_timing=True), _Event(enable_timing=True)
     wrong = None
+    if reset_l2 is not None:
+        reset_l2()
     k = 1  # pool[0] (the verification inputs) comes last in each cycle, never right before verification
 
     def stage(t):  # fresh inputs, poison and the flush, queued before the run they are for
         nonlocal k
         t.refresh(pool[k % len(pool)])
         k += 1
-        if reset_l2 is not None:
-            reset_l2()
         if cand.graph is not None and isinstance(cand.out, torch.Tensor) and cand.out.is_floating_point():
             _fill(cand.out, float("nan"))  # the block both graphs write: a run that writes nothing leaves NaN
         if flush is not None:
@@ -286,37 +289,44 @@ def time_pair(base, cand, pool, flush, reps, rounds, reset_l2, expected=None, to
             _sum(flush)
         return (k - 1) % len(pool)
 
-    for r in range(rounds):
-        order = (("baseline", base), ("candidate", cand)) if r % 2 == 0 else (("candidate", cand), ("baseline", base))
-        for who, t in order:
-            for _ in range(per_round):
-                # One run at a time: a graph's events are re-recorded by its next replay. (Queueing the next run's
-                # refresh and flush before reading this one saved time but made the runs far noisier on the H200:
-                # per-config spread p95 8% instead of 1-2%; benchmarks/results, 2026-11-29 run 8.)
-                used = stage(t)
-                _record(start)
-                t.call()
-                if t.graph is None:
-                    _synchronize()  # device-wide: work on a side stream is counted
-                _record(end)
-                _synchronize()
-                times[who + "_outer"].append(_elapsed(start, end))
-                times[who].append(_elapsed(t.start, t.end) if inner else times[who + "_outer"][-1])
-                if who == "candidate" and expected is not None and wrong is None:
-                    wrong = _wrong_output(t.out, expected[used], tolerance, len(times["candidate"]), used)
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        for r in range(rounds):
+            order = (("baseline", base), ("candidate", cand)) if r % 2 == 0 else (("candidate", cand), ("baseline", base))
+            for who, t in order:
+                checked = _randbelow(per_round)
+                for j in range(per_round):
+                    # One run at a time: a graph's events are re-recorded by its next replay. (Queueing the next run's
+                    # refresh and flush before reading this one saved time but made the runs far noisier on the H200:
+                    # per-config spread p95 8% instead of 1-2%; benchmarks/results, 2026-11-29 run 8.)
+                    used = stage(t)
+                    _record(start)
+                    t.call()
+                    if t.graph is None:
+                        _synchronize()  # device-wide: work on a side stream is counted
+                    _record(end)
+                    _synchronize()
+                    times[who + "_outer"].append(_elapsed(start, end))
+                    times[who].append(_elapsed(t.start, t.end) if inner else times[who + "_outer"][-1])
+                    if j == checked and expected is not None and wrong is None:
+                        wrong = _wrong_output(t.out, expected[used], tolerance, who, len(times[who]), used)
+    finally:
+        if collecting:
+            gc.enable()
     return times, ("events in the graphs" if inner else "events around each call"), wrong
 
 
-def _wrong_output(out, exp, tolerance, run, used):
+def _wrong_output(out, exp, tolerance, who, run, used):
     """None where `out` matches `exp` (same shape and dtype, elementwise within `tolerance`, NaN only where `exp`
-    has NaN); else a message naming timed run `run` and input set `used`."""
+    has NaN); else a message naming `who`'s timed run `run` and input set `used`."""
     atol, rtol = tolerance
     if not isinstance(out, torch.Tensor) or out.shape != exp.shape or out.dtype != exp.dtype:
-        return f"timed run {run} (input set {used}) returned {type(out).__name__} {getattr(out, 'shape', '')}"
+        return f"{who}'s timed run {run} (input set {used}) returned {type(out).__name__} {getattr(out, 'shape', '')}"
     if bool(_all(_isclose(out, exp, rtol=rtol, atol=atol, equal_nan=True))):
         return None
-    return (f"timed run {run} (input set {used}): the output differs from the baseline's for the same inputs beyond "
-            f"atol={atol:g}, rtol={rtol:g} (the kernel must compute the same in every timed run as when checked)")
+    return (f"{who}'s timed run {run} (input set {used}): the output differs from the baseline's for the same inputs "
+            f"beyond atol={atol:g}, rtol={rtol:g} (a kernel must compute the same in every timed run as when checked)")
 
 
 class Prepared:
@@ -407,10 +417,12 @@ def run_timing(req, state, cand_fn):
                                           state.reset_l2, expected if tol else None,
                                           tol and (2 * tol["atol"], 2 * tol["rtol"]))
             t = _phase(f"time[{i}].runs", t)
-            if wrong:
+            if wrong and wrong.startswith("candidate"):
                 entry.update(wrong_output=wrong, error=wrong)
                 results.append(entry)
                 continue
+            if wrong:  # the pristine baseline's graph no longer computes what it did when prepared
+                raise RuntimeError(wrong)
             # Verify the timed path: the verification inputs (not the last timed ones), poisoned output, one more
             # call made the same way as the timed ones.
             cand.refresh(pool[0])
