@@ -30,11 +30,11 @@ class Event:
 POOL = ["verify", "set1", "set2", "set3"]
 
 
-def kernel(dev, who, inner, honest_on=tuple(POOL)):
+def kernel(dev, who, inner, honest_on=tuple(POOL), block=None):
     """A kernel on the simulated device: its output (one number) is the index of the input set it was given, where
     that set is in `honest_on`; elsewhere it writes nothing (the output keeps what was there)."""
-    t = SimpleNamespace(who=who, inner=inner, graph=who if inner else None, start=Event(), end=Event(),
-                        out=torch.zeros(1))
+    block = torch.zeros(1) if block is None else block  # where its output goes (graphs may share one)
+    t = SimpleNamespace(who=who, inner=inner, graph=who if inner else None, start=Event(), end=Event(), out=block)
 
     def refresh(values):
         dev.log.append(("refresh", values))
@@ -47,7 +47,7 @@ def kernel(dev, who, inner, honest_on=tuple(POOL)):
         else:
             dev.run(who)
         if t.given in honest_on:
-            t.out[0] = float(POOL.index(t.given))
+            block[0] = float(POOL.index(t.given))
     t.call = call
     return t
 
@@ -170,10 +170,13 @@ def test_a_kernel_that_computes_only_on_the_verification_inputs_is_caught_in_its
 
 def test_one_random_run_per_block_of_each_kernel_is_checked(dev, monkeypatch):
     # The same checks for both kernels (the work between runs stays alike), at positions drawn per block.
-    base, cand = kernel(dev, "baseline", True), kernel(dev, "candidate", True)
+    cand = kernel(dev, "candidate", True)
+    base = kernel(dev, "baseline", True, block=cand.out)
+    base.out = None  # as prepared: the baseline's graph released its output tensor (it writes the candidate's block)
     dev.kernels.update(baseline=base, candidate=cand)
     checked = []
-    monkeypatch.setattr(harness, "_wrong_output", lambda out, exp, tol, who, run, used: checked.append((who, run)))
+    monkeypatch.setattr(harness, "_wrong_output",
+                        lambda out, exp, tol, who, run, used: checked.append((who, run)) if out is cand.out else "?")
     expected = [torch.tensor([float(i)]) for i in range(len(POOL))]
     harness.time_pair(base, cand, POOL, flush=None, reps=100, rounds=10, reset_l2=None, expected=expected,
                       tolerance=(0.0, 0.0))

@@ -310,7 +310,11 @@ def time_pair(base, cand, pool, flush, reps, rounds, reset_l2, expected=None, to
                     times[who + "_outer"].append(_elapsed(start, end))
                     times[who].append(_elapsed(t.start, t.end) if inner else times[who + "_outer"][-1])
                     if j == checked and expected is not None and wrong is None:
-                        wrong = _wrong_output(t.out, expected[used], tolerance, who, len(times[who]), used)
+                        # The baseline's graph released its output tensor when prepared; it writes the block
+                        # the candidate's graph writes (one pool, one capture stream).
+                        out = t.out if t.out is not None or cand.graph is None else cand.out
+                        if out is not None:
+                            wrong = _wrong_output(out, expected[used], tolerance, who, len(times[who]), used)
     finally:
         if collecting:
             gc.enable()
