@@ -23,7 +23,7 @@ from typing import Any
 from kernelgym.grader.compare import PreparedReference, compare_outputs, prepare_reference
 from kernelgym.grader.reference import load_reference
 from kernelgym.grader.score import arena_score
-from kernelgym.grader.timing_stats import TimingError, choose_runs, summarize
+from kernelgym.grader.timing_stats import TimingError, summarize, untimed_work
 from kernelgym.grader.untrusted import UntrustedFileError, load_json_untrusted, load_tensors_untrusted, read_untrusted
 from kernelgym.grader.worker import GraderWorker
 from kernelgym.roofline import achieved, evaluate
@@ -338,20 +338,19 @@ class Grader:
             try:  # reported by the candidate's process: checked and summarized here
                 if t.get("ok") is not True:
                     raise TimingError(_text(t.get("error")))
-                base_runs, cand_runs, note = choose_runs(t)
-                stats = summarize(base_runs, cand_runs, self.config.rounds)
+                stats = summarize(t.get("baseline_runs_ms"), t.get("candidate_runs_ms"), self.config.rounds)
+                outside = untimed_work(t)
             except TimingError as e:
                 return Stage("performance", False, [f"{cfg}: timing failed: {e}"]), None, True
-            if note:
-                messages.append(f"{cfg}: {note}")
+            if outside:  # a measurement that cannot be trusted, as above peak: no speedup
+                flagged = True
+                messages.append(f"{cfg}: {outside}")
             ok, msg, _ = self._compared(timed_output_path(gdir, i), i, verify_seed(seed, i))
             if not ok:
                 # Blocks kernels that are honest while checked and cheap while timed.
                 row.update(correct=False, error=f"output of the timed path is wrong: {msg}")
                 return Stage("performance", False, [f"{cfg}: output of the timed path is wrong: {msg}"]), None, False
             row.update(stats, timing_mode=str(t.get("candidate_mode")), baseline_timing_mode=str(t.get("baseline_mode")))
-            if note:
-                row.update(timing_mode=note, baseline_timing_mode=note)
             if spec.roofline:
                 gbps, tflops = achieved(evaluate(spec.roofline.bytes, cfg), evaluate(spec.roofline.flops, cfg),
                                         row["candidate_ms"])
