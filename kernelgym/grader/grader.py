@@ -26,9 +26,9 @@ from kernelgym.grader.score import arena_score
 from kernelgym.grader.timing_stats import TimingError, summarize, untimed_work
 from kernelgym.grader.untrusted import UntrustedFileError, load_json_untrusted, load_tensors_untrusted, read_untrusted
 from kernelgym.grader.worker import GraderWorker
-from kernelgym.roofline import achieved, evaluate
 from kernelgym.hardware import HardwareProfile
 from kernelgym.launch_options import unsupported_launch_options
+from kernelgym.roofline import achieved, evaluate
 from kernelgym.sandbox import PYTHON, Limits, make_sandbox
 from kernelgym.task import Task
 
