@@ -40,6 +40,11 @@ PASSTHROUGH_ENV = ("CUDA_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES", "ROCR_VISIBLE_
 #: through a directory the sandbox does not mount, and bwrap could not start it.
 PYTHON = os.path.abspath(sys.executable)
 
+#: bwrap arguments masking the memory of the sandbox's pid 1 (bwrap itself: dumpable, same uid). Through
+#: /proc/1/mem a review rewrote its code without ptrace (which the seccomp filter refuses), to clear its
+#: parent-death signal and outlive the sandbox.
+PID1_MEMORY_MASK = ["--ro-bind", "/dev/null", "/proc/1/mem", "--ro-bind", "/dev/null", "/proc/1/task/1/mem"]
+
 INSTALL_HINT = ("Install bubblewrap (Debian/Ubuntu: `sudo apt-get install bubblewrap`; Fedora: `sudo dnf install "
                 "bubblewrap`), or opt out of sandboxing explicitly with sandbox='none' "
                 "(CLI: --no-sandbox), which runs agent commands unisolated on this machine.")
@@ -155,19 +160,19 @@ def _spawn(argv: list[str], bwrap: bool, **popen_kwargs) -> subprocess.Popen:
     if not bwrap:
         return subprocess.Popen(argv, **popen_kwargs)
     r, w = os.pipe()
-    filter_fd = seccomp.program_fd()
-    extra, fds = ["--info-fd", str(w)], [w]
-    if filter_fd is not None:
-        extra += ["--seccomp", str(filter_fd)]
-        fds.append(filter_fd)
     try:
-        proc = subprocess.Popen([argv[0], *extra, *argv[1:]], pass_fds=fds, **popen_kwargs)
-    finally:
-        for fd in fds:
-            os.close(fd)
-    try:
+        filter_fd = seccomp.program_fd()
+        extra, fds = ["--info-fd", str(w)], [w]
+        if filter_fd is not None:
+            extra += ["--seccomp", str(filter_fd)]
+            fds.append(filter_fd)
+        try:
+            proc = subprocess.Popen([argv[0], *extra, *argv[1:]], pass_fds=fds, **popen_kwargs)
+        finally:
+            for fd in fds:
+                os.close(fd)
         proc.sandbox_init = _init_pidfd(r)
-    finally:
+    finally:  # also where Popen raised (a NUL byte in an argument): no descriptor may leak per command
         os.close(r)
     return proc
 
@@ -265,7 +270,7 @@ class BubblewrapSandbox(_Backend):
         # Private, size-capped /tmp and /dev/shm (RAM-backed: RLIMIT_AS does not cover them).
         # /proc/sys and /proc/sysrq-trigger read-only: a sandbox started by root is host uid 0 inside, and sysctl
         # files check only that (kernel.core_pattern runs a program as host root), capabilities or not.
-        args += ["--proc", "/proc", "--ro-bind", "/proc/sys", "/proc/sys",
+        args += ["--proc", "/proc", "--ro-bind", "/proc/sys", "/proc/sys", *PID1_MEMORY_MASK,
                  "--ro-bind-try", "/proc/sysrq-trigger", "/proc/sysrq-trigger",
                  "--dev", "/dev", "--size", str(self.limits.tmpfs_bytes), "--tmpfs", "/tmp",
                  "--size", str(self.limits.tmpfs_bytes), "--tmpfs", "/dev/shm"]

@@ -99,6 +99,8 @@ def parse_action(action: Any) -> Action:
         value = action.get(name, "")
         if not isinstance(value, str):
             raise ActionError(f"field {name!r} must be a string, got {type(value).__name__}")
+        if name in ("cmd", "path") and "\0" in value:  # no command line or file name can hold one
+            raise ActionError(f"field {name!r} contains a NUL byte")
         fields[name] = value
     config = action.get("config", 0)
     if isinstance(config, bool) or not isinstance(config, (int, np.integer)) or config < 0:

@@ -43,7 +43,8 @@ def test_check_env_passes(tmp_path, require_bwrap):
                                     {"kind": "shell", "cmd": 5}, {"kind": "read_file", "path": "missing.py"},
                                     {"kind": "edit_file", "path": "kernel.py", "old": "tl.", "new": "x"},
                                     {"kind": "write_file", "path": "../../escape.txt", "content": "x"},
-                                    {"kind": "read_file", "path": "/etc/passwd"}])
+                                    {"kind": "read_file", "path": "/etc/passwd"},
+                                    {"kind": "shell", "cmd": "echo a\0b"}, {"kind": "read_file", "path": "k\0.py"}])
 def test_malformed_action_gives_error_observation(env, action):
     env.reset(seed=0)
     obs, reward, terminated, truncated, info = env.step(action)

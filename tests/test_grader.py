@@ -499,10 +499,12 @@ HIJACK_PID1 = (Path(__file__).parent / "attacks" / "hijack_pid1.py").read_text()
 
 
 def _without_seccomp(monkeypatch):
-    """Sandboxes started from here on run without the seccomp filter, which refuses the hijack's ptrace
-    (tests/test_sandbox.py): the hijack tests test the second defence, the kill of the sandbox's pid 1 by pidfd."""
-    from kernelgym import seccomp
+    """Sandboxes started from here on run without the seccomp filter and with pid 1's memory unmasked, which
+    refuse the hijack's ptrace and its writes to /proc/1/mem (tests/test_sandbox.py): the hijack tests test the
+    second defence, the kill of the sandbox's pid 1 by pidfd."""
+    from kernelgym import sandbox, seccomp
     monkeypatch.setattr(seccomp, "program_fd", lambda: None)
+    monkeypatch.setattr(sandbox, "PID1_MEMORY_MASK", [])
 
 
 def _assert_nothing_outlives(run, directory):
@@ -566,3 +568,39 @@ def test_a_run_queued_in_the_workers_stdin_is_never_served(tmp_path, require_bwr
     time.sleep(2)
     runs = (gdir / "runs.txt").read_text()
     assert runs.count("imported") == 1, runs
+
+
+def test_an_editable_file_under_a_symlinked_directory_is_not_copied(tmp_path):
+    # Only the last component used to be checked: a symlinked directory on the way let the trusted parent copy a
+    # host file of that name into the grading directory (a task may have editable files in subdirectories).
+    from kernelgym.grader.grader import copy_editable
+    secret = tmp_path / "host"
+    secret.mkdir()
+    (secret / "kernel.py").write_text("HOST SECRET")
+    ws, dest = tmp_path / "ws", tmp_path / "dest"
+    ws.mkdir()
+    dest.mkdir()
+    (ws / "sub").symlink_to(secret)
+    task = type("T", (), {"spec": type("S", (), {"editable_files": ["sub/kernel.py"]})()})()
+    problems = copy_editable(task, ws, dest)
+    assert problems and "symlink" in problems[0] and not (dest / "sub" / "kernel.py").exists()
+    (ws / "sub").unlink()
+    (ws / "sub").mkdir()
+    (ws / "sub" / "kernel.py").write_text("mine")
+    (dest / "sub").mkdir()
+    assert copy_editable(task, ws, dest) == [] and (dest / "sub" / "kernel.py").read_text() == "mine"
+
+
+def test_a_tensor_subclass_output_fails_the_check(grade):
+    # A subclass could compute lazily, in __torch_function__ when compared or copied out, outside the timed window.
+    src = BASELINE.replace("def rmsnorm(", "def _rmsnorm(") + '''
+
+class Lazy(torch.Tensor):
+    pass
+
+
+def rmsnorm(x, weight, eps=1e-6):
+    return _rmsnorm(x, weight, eps).as_subclass(Lazy)
+'''
+    g = grade(src)
+    assert g.compiled and not g.correct and "not a subclass" in "\n".join(g.stages[1].messages), g.summary()

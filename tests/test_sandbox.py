@@ -184,3 +184,28 @@ def test_the_filter_is_built_only_for_known_machines():
         prog = seccomp.program(machine)
         # load arch, check arch, load nr, [x32 bit,] one check per refused call, allow, deny: 8 bytes each
         assert len(prog) == 8 * (3 + (machine == "x86_64") + len(seccomp._REFUSED[machine]) + 2)
+
+
+def test_the_memory_of_the_sandboxs_pid_1_is_out_of_reach(box):
+    # bwrap's pid 1 runs as the same user and is dumpable: through /proc/1/mem a command could rewrite it (no
+    # ptrace needed) and make it outlive the sandbox. Both paths to it are masked.
+    probe = ("lo = int(open('/proc/1/maps').readline().split('-')[0], 16)\n"
+             "for p in ('/proc/1/mem', '/proc/1/task/1/mem'):\n"
+             "    try:\n"
+             "        f = open(p, 'r+b', buffering=0); f.seek(lo); print(p, f.read(4))\n"
+             "    except OSError as e:\n"
+             "        print(p, 'refused', e.errno)\n")
+    (box.workspace / "probe.py").write_text(probe)
+    r = box.run(f"{sys.executable} probe.py")
+    assert r.output.count("refused") == 2, r.output
+
+
+def test_a_command_bwrap_cannot_start_leaks_no_descriptor(box):
+    # Popen raised (a NUL byte in an argument) after the --info-fd pipe was made: its read end used to stay open,
+    # and 200 such commands ran the env out of descriptors.
+    import os
+    before = len(os.listdir("/proc/self/fd"))
+    for _ in range(20):
+        with pytest.raises(ValueError):
+            box.run(["echo", "a\0b"])
+    assert len(os.listdir("/proc/self/fd")) <= before

@@ -34,7 +34,8 @@ def kernel(dev, who, inner, honest_on=tuple(POOL), block=None):
     """A kernel on the simulated device: its output (one number) is the index of the input set it was given, where
     that set is in `honest_on`; elsewhere it writes nothing (the output keeps what was there)."""
     block = torch.zeros(1) if block is None else block  # where its output goes (graphs may share one)
-    t = SimpleNamespace(who=who, inner=inner, graph=who if inner else None, start=Event(), end=Event(), out=block)
+    t = SimpleNamespace(who=who, inner=inner, graph=who if inner else None, start=Event(), end=Event(), out=block,
+                        out_address=id(block))
 
     def refresh(values):
         dev.log.append(("refresh", values))
@@ -185,3 +186,16 @@ def test_one_random_run_per_block_of_each_kernel_is_checked(dev, monkeypatch):
         assert len(runs) == 10 and all(10 * b < run <= 10 * (b + 1) for b, run in enumerate(runs)), runs
     positions = {run % 10 for _, run in checked}
     assert len(positions) > 1  # not always the same run of the block
+
+
+def test_a_candidate_graph_writing_its_output_elsewhere_is_not_mistaken_for_a_broken_baseline(dev):
+    # The baseline's graph released its output tensor; where the candidate's graph writes another block, the
+    # baseline's block cannot be read, and its check must not fail the timing (the honest candidate is fine).
+    cand = kernel(dev, "candidate", True)
+    base = kernel(dev, "baseline", True)  # its own block
+    base.out = None
+    dev.kernels.update(baseline=base, candidate=cand)
+    expected = [torch.tensor([float(i)]) for i in range(len(POOL))]
+    _, _, wrong = harness.time_pair(base, cand, POOL, flush=None, reps=100, rounds=10, reset_l2=None,
+                                    expected=expected, tolerance=(0.0, 0.0))
+    assert wrong is None, wrong

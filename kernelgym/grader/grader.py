@@ -149,9 +149,14 @@ def copy_editable(task: Task, workspace: Path, dest: Path) -> list[str]:
     """Copy the editable files from `workspace` into `dest`. Returns problems: a symlink, a missing or unreadable
     file, or one over `MAX_EDITABLE_BYTES`."""
     problems = []
+    root = os.path.realpath(workspace)
     for rel in task.spec.editable_files:
         src = workspace / rel
-        # Blocks a symlink to private data or to the grader itself being copied in as the "kernel".
+        # Blocks a symlink to private data or to the grader itself being copied in as the "kernel", also through a
+        # symlinked directory on the way (only the last component is opened with O_NOFOLLOW).
+        if os.path.realpath(src.parent) != os.path.normpath(os.path.join(root, os.path.dirname(rel))):
+            problems.append(f"{rel}: a directory on its path is a symlink in the workspace; it must be a real one")
+            continue
         if src.is_symlink() or not src.is_file():
             problems.append(f"{rel}: {'is a symlink' if src.is_symlink() else 'missing'} in the workspace; "
                             f"it must be a regular file")

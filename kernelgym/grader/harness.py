@@ -109,6 +109,14 @@ def install_launch_counter(directory):
     return bool(classes)
 
 
+def _plain(out):
+    """Raise TypeError unless `out` is exactly a torch.Tensor. A subclass could do the work lazily, in its
+    __torch_function__ when it is compared or copied out, outside the timed window (a review's attack)."""
+    if type(out) is not torch.Tensor:
+        raise TypeError(f"kernel returned {type(out).__module__}.{type(out).__qualname__}, expected a plain "
+                        f"torch.Tensor (not a subclass)")
+
+
 def check(req, fn, inputs):
     """Run `fn` once per config on its prepared inputs (an error string where building them failed); save the
     outputs. Returns the result dict.
@@ -130,8 +138,7 @@ def check(req, fn, inputs):
                                    "computed some other way (a PyTorch fallback?)")
             if req["device"] != "cpu":
                 _synchronize()
-            if not isinstance(out, torch.Tensor):
-                raise TypeError(f"kernel returned {type(out).__name__}, expected a torch.Tensor")
+            _plain(out)
             outputs[str(i)] = out.detach().to("cpu", copy=True)
         except Exception as exc:  # noqa: BLE001 - a failing kernel is data
             if is_compile_error(exc):
@@ -193,6 +200,7 @@ class Timed:
         self.fn, self.args = fn, static_args
         for _ in range(warmup):  # compilation, JIT and autotuning happen here, before any timing
             self.out = fn(*static_args)
+            _plain(self.out)
         _synchronize()
         self.out = None
         self.graph, self.inner, self.mode, self.out_address = None, False, "events+sync", None
@@ -310,11 +318,14 @@ def time_pair(base, cand, pool, flush, reps, rounds, reset_l2, expected=None, to
                     times[who + "_outer"].append(_elapsed(start, end))
                     times[who].append(_elapsed(t.start, t.end) if inner else times[who + "_outer"][-1])
                     if j == checked and expected is not None and wrong is None:
-                        # The baseline's graph released its output tensor when prepared; it writes the block
-                        # the candidate's graph writes (one pool, one capture stream).
+                        # The baseline's graph released its output tensor when prepared: it writes the block the
+                        # candidate's graph writes (one pool, one capture stream), unless the candidate's graph put
+                        # its output elsewhere; then the same check runs on that block, for the same work, unread.
                         out = t.out if t.out is not None or cand.graph is None else cand.out
                         if out is not None:
-                            wrong = _wrong_output(out, expected[used], tolerance, who, len(times[who]), used)
+                            found = _wrong_output(out, expected[used], tolerance, who, len(times[who]), used)
+                            shared = t is cand or t.out is not None or cand.out_address == base.out_address
+                            wrong = found if shared else None
     finally:
         if collecting:
             gc.enable()
@@ -325,7 +336,7 @@ def _wrong_output(out, exp, tolerance, who, run, used):
     """None where `out` matches `exp` (same shape and dtype, elementwise within `tolerance`, NaN only where `exp`
     has NaN); else a message naming `who`'s timed run `run` and input set `used`."""
     atol, rtol = tolerance
-    if not isinstance(out, torch.Tensor) or out.shape != exp.shape or out.dtype != exp.dtype:
+    if type(out) is not torch.Tensor or out.shape != exp.shape or out.dtype != exp.dtype:
         return f"{who}'s timed run {run} (input set {used}) returned {type(out).__name__} {getattr(out, 'shape', '')}"
     if bool(_all(_isclose(out, exp, rtol=rtol, atol=atol, equal_nan=True))):
         return None
@@ -430,10 +441,12 @@ def run_timing(req, state, cand_fn):
             # Verify the timed path: the verification inputs (not the last timed ones), poisoned output, one more
             # call made the same way as the timed ones.
             cand.refresh(pool[0])
+            _plain(cand.out)
             if cand.graph is not None and torch.is_floating_point(cand.out):
                 cand.out.fill_(float("nan"))
             cand.call()
             _synchronize()
+            _plain(cand.out)
             _save({str(i): cand.out.detach().to("cpu", copy=True)}, req["timed_outputs"][i])
             _phase(f"time[{i}].verify", t)
             # For diagnosing timing differences between the two (benchmarks/results/README.md, (a)): where each

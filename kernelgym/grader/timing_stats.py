@@ -64,7 +64,7 @@ def summarize(baseline_runs, candidate_runs, rounds: int) -> dict:
 #: than the baseline's. Outside those events lie the graph's launch and whatever the graph does after its end event:
 #: work captured there (e.g. by setting the capture's dependencies back to the start event, so the end event no
 #: longer waits for the kernel) would run untimed. Honest kernels on the H200 stayed within one 32 ns tick of the
-#: baseline (2026-11-29 run 19); that attack was 1.6-9.6 µs over (benchmarks/attacks.py).
+#: baseline (2026-11-29 run 19); that attack was 1.6-42 µs over (benchmarks/attacks.py, run 19).
 GAP_SLACK_MS = 0.0005
 
 
