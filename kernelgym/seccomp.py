@@ -3,10 +3,11 @@
 Code in a sandbox runs as the same user as bubblewrap's pid 1 and, without this filter, can ptrace it: clear its
 parent-death signal, copy its file descriptors out (pidfd_getfd) and live on after the grading (an attack two
 reviews found; tests/attacks/hijack_pid1.py). `kill_group` kills that pid 1 through a pidfd either way; this
-filter removes the means. Refused with EPERM (a program that probes them gets an error, not a crash):
+filter removes the means (`sandbox.PID1_MEMORY_MASK` the other one found, /proc/1/mem). Refused with EPERM (a
+program that probes them gets an error, not a crash):
 
-- ``ptrace``, ``process_vm_readv``, ``process_vm_writev``, ``pidfd_getfd``: reading, writing or steering another
-  process. Debuggers (gdb, strace) do not work in the sandbox because of this.
+- ``ptrace``, ``process_vm_readv``, ``process_vm_writev``, ``pidfd_getfd``, ``process_madvise``, ``kcmp``:
+  reading, writing, steering or probing another process. Debuggers (gdb, strace) do not work in the sandbox.
 - ``io_uring_setup``, ``io_uring_enter``, ``io_uring_register``: io_uring's operations are not system calls, so a
   filter cannot see what they do.
 - any system call of another ABI (32-bit x86 through ``int 0x80``, x32), which would bypass the numbers above.
@@ -26,10 +27,10 @@ import struct
 _AUDIT_ARCH = {"x86_64": 0xC000003E, "aarch64": 0xC00000B7}
 # Syscall numbers: x86-64 from asm/unistd_64.h; aarch64 from the generic table (asm-generic/unistd.h).
 _REFUSED = {
-    "x86_64": {"ptrace": 101, "process_vm_readv": 310, "process_vm_writev": 311, "io_uring_setup": 425,
-               "io_uring_enter": 426, "io_uring_register": 427, "pidfd_getfd": 438},
-    "aarch64": {"ptrace": 117, "process_vm_readv": 270, "process_vm_writev": 271, "io_uring_setup": 425,
-                "io_uring_enter": 426, "io_uring_register": 427, "pidfd_getfd": 438},
+    "x86_64": {"ptrace": 101, "process_vm_readv": 310, "process_vm_writev": 311, "kcmp": 312, "io_uring_setup": 425,
+               "io_uring_enter": 426, "io_uring_register": 427, "pidfd_getfd": 438, "process_madvise": 440},
+    "aarch64": {"ptrace": 117, "process_vm_readv": 270, "process_vm_writev": 271, "kcmp": 272, "io_uring_setup": 425,
+                "io_uring_enter": 426, "io_uring_register": 427, "pidfd_getfd": 438, "process_madvise": 440},
 }
 _X32_SYSCALL_BIT = 0x40000000  # x86-64 syscalls made through the x32 ABI carry this bit in their number
 

@@ -40,6 +40,8 @@ def resolve_in_workspace(workspace: Path, path: str) -> Path:
     ws = os.path.realpath(workspace)
     real = os.path.realpath(os.path.join(ws, path))
     if real != ws and not real.startswith(ws + os.sep):
-        raise ActionError(f"path {path!r} resolves to {real}, outside the workspace {ws}; "
+        # Where it resolves is not said: through links such as /proc/self/fd/N it would name the env process's
+        # own files on the host.
+        raise ActionError(f"path {path!r} resolves outside the workspace (symlinks followed); "
                           f"file actions may only touch files inside it")
     return Path(real)

@@ -1,5 +1,6 @@
 """KernelArenaEnv: Gymnasium API, check_env, malformed actions, budgets, file-action safety."""
 import json
+import os
 
 import gymnasium as gym
 import pytest
@@ -72,6 +73,10 @@ def test_symlink_escape_via_file_action_is_refused(env, tmp_path):
     env.step({"kind": "shell", "cmd": f"ln -s {target} link.txt"})
     obs, *_ = env.step({"kind": "write_file", "path": "link.txt", "content": "pwned"})
     assert obs["output"].startswith("error:") and not target.exists()
+    # The error does not say where a link resolves: through /proc/self it would name the env process's files.
+    env.step({"kind": "shell", "cmd": "ln -s /proc/self/cwd here"})
+    obs, *_ = env.step({"kind": "read_file", "path": "here/x"})
+    assert obs["output"].startswith("error:") and os.path.join(os.getcwd(), "x") not in obs["output"], obs["output"]
 
 
 def test_submit_terminates_with_arena_score(env):

@@ -604,3 +604,19 @@ def rmsnorm(x, weight, eps=1e-6):
 '''
     g = grade(src)
     assert g.compiled and not g.correct and "not a subclass" in "\n".join(g.stages[1].messages), g.summary()
+
+
+def test_a_torch_function_mode_left_active_fails_the_check(grade):
+    # A mode entered at import could fill a returned plain tensor when the harness copies it out (a review's
+    # attack: zeros returned, the right values written in at .detach()).
+    src = BASELINE + '''
+
+class _Mode(torch.overrides.TorchFunctionMode):
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        return func(*args, **(kwargs or {}))
+
+
+_Mode().__enter__()
+'''
+    g = grade(src)
+    assert g.compiled and not g.correct and "mode is active" in "\n".join(g.stages[1].messages), g.summary()

@@ -109,12 +109,21 @@ def install_launch_counter(directory):
     return bool(classes)
 
 
+_function_modes = torch._C._len_torch_function_stack
+_dispatch_modes = torch._C._len_torch_dispatch_stack
+
+
 def _plain(out):
-    """Raise TypeError unless `out` is exactly a torch.Tensor. A subclass could do the work lazily, in its
-    __torch_function__ when it is compared or copied out, outside the timed window (a review's attack)."""
+    """Raise TypeError unless `out` is exactly a torch.Tensor, and RuntimeError where the candidate left a torch
+    function or dispatch mode active. A subclass or a mode could do the work lazily, when the output is compared or
+    copied out, outside the timed window (two reviews' attacks). Patching torch's own functions at import is not
+    caught here: timing runs in the candidate's process (README, known limits)."""
     if type(out) is not torch.Tensor:
         raise TypeError(f"kernel returned {type(out).__module__}.{type(out).__qualname__}, expected a plain "
                         f"torch.Tensor (not a subclass)")
+    if _function_modes() or _dispatch_modes():
+        raise RuntimeError("a torch function or dispatch mode is active (entered by the candidate): its outputs "
+                           "could be computed when copied out rather than by the kernel")
 
 
 def check(req, fn, inputs):
