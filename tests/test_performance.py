@@ -160,15 +160,24 @@ def test_a_wrong_timed_run_fails_correctness(tmp_path, monkeypatch):
     assert "timed run 7" in "\n".join(grade.stages[2].messages)
 
 
-def test_work_left_outside_the_in_graph_events_earns_no_speedup(tmp_path, monkeypatch):
+def test_work_left_outside_the_in_graph_events_is_timed_by_the_outer_events(tmp_path, monkeypatch):
     # The candidate's in-graph window says 0.01 ms, but its graph takes 0.05 ms more outside its own events than
-    # the baseline's does (1 µs launch for both): untrusted, as a result above peak is.
+    # the baseline's does (1 µs launch for both): the outer events time both, and the speedup is ~1, not 5.
     extra = {"baseline_outer_runs_ms": [0.051] * 100, "candidate_outer_runs_ms": [0.061] * 100}
     times = [(0.05, 0.01)] * 5
     grade = fake_grader(tmp_path, monkeypatch, times, extra=extra).grade(TASK.root, seed=3)
-    assert grade.correct and grade.speedup is None and grade.score == 120.0
-    assert "outside its own timing events" in "\n".join(grade.stages[2].messages)
-    # An honest graph (the same launch gap as the baseline's) keeps its speedup.
+    assert grade.correct and grade.speedup == pytest.approx(0.051 / 0.061, rel=1e-3)
+    assert "outside its own timing events" in grade.configs[0]["timing_mode"]
+    # An honest graph (the same launch gap as the baseline's) keeps its in-graph times.
     extra = {"baseline_outer_runs_ms": [0.051] * 100, "candidate_outer_runs_ms": [t + 0.001 for t in runs(0.01)]}
     grade = fake_grader(tmp_path / "honest", monkeypatch, times, extra=extra).grade(TASK.root, seed=3)
-    assert grade.speedup == pytest.approx(5.0, rel=1e-3) and grade.stages[2].passed
+    assert grade.speedup == pytest.approx(5.0, rel=1e-3) and grade.configs[0]["timing_mode"] == "cuda-graph"
+
+
+def test_a_flop_rate_above_the_dtypes_peak_is_flagged(tmp_path, monkeypatch):
+    # Config dtypes are torch names (float16); the profile's peaks are keyed fp16/bf16/fp32. A profile whose fp16
+    # peak is tiny must flag the float16 configs (the lookup used to miss and fall back to the largest peak).
+    slow_fp16 = H200.model_copy(update={"peak_tflops": {"fp32": 1e6, "fp16": 1e-9, "bf16": 1e6}})
+    grade = fake_grader(tmp_path, monkeypatch, [(0.05, 0.025)] * 5, hardware=slow_fp16).grade(TASK.root, seed=3)
+    text = "\n".join(grade.stages[2].messages)
+    assert grade.speedup is None and "TFLOP/s is above" in text and "GB/s is above" not in text
