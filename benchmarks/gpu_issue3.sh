@@ -24,5 +24,6 @@ e.close()
 PY
 [ "${BIAS:-1}" = 1 ] && python3 benchmarks/timing_bias.py --n ${BIAS_N:-10} --out $OUT/timing_bias.json
 [ "${BIAS_GRADING:-0}" = 1 ] && (cd benchmarks && python3 timing_bias_grading.py --n ${BIAS_N:-10} --out $OUT/timing_bias_grading.json)
-python3 benchmarks/grading.py --n ${N:-20} --latency-n 3 --only ${ONLY:-abc} --out $OUT/grading.json
+[ "${ATTACKS:-1}" = 1 ] && python3 benchmarks/attacks.py --out $OUT/attacks.json
+python3 benchmarks/grading.py --n ${N:-20} --latency-n 3 --only ${ONLY:-abc} --raw-dir $OUT/raw --out $OUT/grading.json
 } 2>&1 | tee $OUT/gpu_issue3.log
