@@ -1,7 +1,8 @@
 # Issue 3 on the H200: sandbox tests, an env episode (prepared grading, profile action), the timing-bias
 # experiment and benchmarks (a), (b), (c). Output to $OUT. ONLY picks benchmarks (default abc); BIAS=0 skips
 # the bias experiment, BIAS_GRADING=1 adds the grading-sequence one; N sets (a)'s gradings; SMOKE=0 skips the
-# sandbox tests and the env episodes.
+# sandbox tests and the env episodes; ATTACKS=0 skips the kernel-only attacks on the timing (attacks.py).
+# (a)'s timed runs go to $OUT/raw, one file per grading: tar them before they are fetched.
 source benchmarks/gpu_setup.sh
 OUT=${OUT:-/tmp/out}; mkdir -p $OUT
 {
