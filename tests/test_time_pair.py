@@ -111,10 +111,10 @@ def test_each_time_belongs_to_its_run_and_follows_its_own_refresh_and_flush(dev,
     assert set(sets) == set(pool) and all(a != b for a, b in zip(sets, sets[1:]))
 
 
-def test_every_graph_is_captured_on_one_stream(monkeypatch):
-    """The caching allocator reuses a freed block only on the stream it was allocated on: the candidate's graph
-    writes its output where the baseline's did only if both are captured on the same stream (on the H200, a stream
-    per capture put them 0.3-3 GB apart and a copy of the baseline timed ~1% slow; benchmarks/results run 14-15)."""
+@pytest.fixture
+def fake_cuda(monkeypatch):
+    """Stand-ins for CUDA streams, graphs and events: enough to construct `harness.Timed` without a GPU. Returns the
+    list of streams each capture began on."""
     import contextlib
 
     streams, captured_on = [], []
@@ -151,6 +151,14 @@ def test_every_graph_is_captured_on_one_stream(monkeypatch):
     monkeypatch.setattr(harness, "_replay", lambda graph: None)
     monkeypatch.setattr(harness, "_synchronize", lambda: None)
     monkeypatch.setattr(harness, "_elapsed", lambda s, e: 1.0)
+    return captured_on
+
+
+def test_every_graph_is_captured_on_one_stream(fake_cuda):
+    """The caching allocator reuses a freed block only on the stream it was allocated on: the candidate's graph
+    writes its output where the baseline's did only if both are captured on the same stream (on the H200, a stream
+    per capture put them 0.3-3 GB apart and a copy of the baseline timed ~1% slow; benchmarks/results run 14-15)."""
+    captured_on = fake_cuda
     for _ in range(3):
         t = harness.Timed(lambda x: x, (harness.torch.zeros(4),), warmup=1, pool=None)
         assert t.graph is not None and t.inner
@@ -199,3 +207,18 @@ def test_a_candidate_graph_writing_its_output_elsewhere_is_not_mistaken_for_a_br
     _, _, wrong = harness.time_pair(base, cand, POOL, flush=None, reps=100, rounds=10, reset_l2=None,
                                     expected=expected, tolerance=(0.0, 0.0))
     assert wrong is None, wrong
+
+
+def test_a_subclass_returned_only_when_captured_is_refused_not_timed_eagerly(fake_cuda):
+    # The warm-up calls return plain tensors; the captured call a subclass (lazy work at copy-out). Capture must
+    # not quietly fall back to eager timing, where only the checked runs would look at the type.
+    class Lazy(torch.Tensor):
+        pass
+
+    calls = {"n": 0}
+
+    def fn(x):
+        calls["n"] += 1
+        return x.clone() if calls["n"] <= 2 else x.clone().as_subclass(Lazy)
+    with pytest.raises(harness.NotPlain):
+        harness.Timed(fn, (torch.zeros(4),), warmup=1, pool=None)

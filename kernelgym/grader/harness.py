@@ -109,6 +109,10 @@ def install_launch_counter(directory):
     return bool(classes)
 
 
+class NotPlain(TypeError):
+    """The candidate's output is not a plain tensor, or it left a torch mode active (see `_plain`)."""
+
+
 _function_modes = torch._C._len_torch_function_stack
 _dispatch_modes = torch._C._len_torch_dispatch_stack
 
@@ -119,11 +123,11 @@ def _plain(out):
     copied out, outside the timed window (two reviews' attacks). Patching torch's own functions at import is not
     caught here: timing runs in the candidate's process (README, known limits)."""
     if type(out) is not torch.Tensor:
-        raise TypeError(f"kernel returned {type(out).__module__}.{type(out).__qualname__}, expected a plain "
-                        f"torch.Tensor (not a subclass)")
+        raise NotPlain(f"kernel returned {type(out).__module__}.{type(out).__qualname__}, expected a plain "
+                       f"torch.Tensor (not a subclass)")
     if _function_modes() or _dispatch_modes():
-        raise RuntimeError("a torch function or dispatch mode is active (entered by the candidate): its outputs "
-                           "could be computed when copied out rather than by the kernel")
+        raise NotPlain("a torch function or dispatch mode is active (entered by the candidate): its outputs "
+                       "could be computed when copied out rather than by the kernel")
 
 
 def check(req, fn, inputs):
@@ -227,6 +231,8 @@ class Timed:
                 self._capture(side, pool, inner)
                 self.mode = "cuda-graph, events in the graph" if inner else "cuda-graph"
                 break
+            except NotPlain:
+                raise  # not a capture problem: no eager fallback for it
             except Exception:  # noqa: BLE001 - capture is not always possible; fall back to eager
                 self.graph, self.inner = None, False
                 torch.cuda.synchronize()
@@ -253,8 +259,9 @@ class Timed:
         _synchronize()
         if inner and not _elapsed(self.start, self.end) > 0:
             raise RuntimeError("events in the graph did not time it")
+        _plain(self.out)  # also here: the call captured may return what the warm-up calls did not
         self.graph, self.inner = graph, inner
-        self.out_address = self.out.data_ptr() if isinstance(self.out, torch.Tensor) else None
+        self.out_address = self.out.data_ptr()
 
     def refresh(self, values):
         for dst, src in zip(_tensors(self.args), _tensors(values)):
@@ -345,7 +352,9 @@ def _wrong_output(out, exp, tolerance, who, run, used):
     """None where `out` matches `exp` (same shape and dtype, elementwise within `tolerance`, NaN only where `exp`
     has NaN); else a message naming `who`'s timed run `run` and input set `used`."""
     atol, rtol = tolerance
-    if type(out) is not torch.Tensor or out.shape != exp.shape or out.dtype != exp.dtype:
+    if type(out) is not torch.Tensor or _function_modes() or _dispatch_modes():
+        return f"{who}'s timed run {run} (input set {used}): not a plain tensor, or a torch mode is active"
+    if out.shape != exp.shape or out.dtype != exp.dtype:
         return f"{who}'s timed run {run} (input set {used}) returned {type(out).__name__} {getattr(out, 'shape', '')}"
     if bool(_all(_isclose(out, exp, rtol=rtol, atol=atol, equal_nan=True))):
         return None
