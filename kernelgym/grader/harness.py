@@ -118,8 +118,8 @@ _dispatch_modes = torch._C._len_torch_dispatch_stack
 
 
 def _plain(out):
-    """Raise TypeError unless `out` is exactly a torch.Tensor, and RuntimeError where the candidate left a torch
-    function or dispatch mode active. A subclass or a mode could do the work lazily, when the output is compared or
+    """Raise `NotPlain` (a TypeError) unless `out` is exactly a torch.Tensor and no torch function or dispatch mode
+    is active. A subclass or a mode could do the work lazily, when the output is compared or
     copied out, outside the timed window (two reviews' attacks). Patching torch's own functions at import is not
     caught here: timing runs in the candidate's process (README, known limits)."""
     if type(out) is not torch.Tensor:
@@ -263,6 +263,12 @@ class Timed:
         self.graph, self.inner = graph, inner
         self.out_address = self.out.data_ptr()
 
+    def poison(self):
+        """Fill a graph's output block with NaN (floating-point outputs; its type was checked at capture): a run
+        that writes nothing then leaves NaN. Eager calls return a new tensor each time: nothing to poison."""
+        if self.graph is not None and self.out.is_floating_point():
+            _fill(self.out, float("nan"))
+
     def refresh(self, values):
         for dst, src in zip(_tensors(self.args), _tensors(values)):
             _copy(dst, src)
@@ -303,8 +309,7 @@ def time_pair(base, cand, pool, flush, reps, rounds, reset_l2, expected=None, to
         nonlocal k
         t.refresh(pool[k % len(pool)])
         k += 1
-        if cand.graph is not None and isinstance(cand.out, torch.Tensor) and cand.out.is_floating_point():
-            _fill(cand.out, float("nan"))  # the block both graphs write: a run that writes nothing leaves NaN
+        cand.poison()  # the block both graphs write: a run that writes nothing leaves NaN
         if flush is not None:
             # Evict by reading (flush_bytes >= 2 x the last-level cache): the lines left behind are clean,
             # so the timed kernel pays no write-back of the flush's own data (a write-based flush did:
@@ -352,8 +357,10 @@ def _wrong_output(out, exp, tolerance, who, run, used):
     """None where `out` matches `exp` (same shape and dtype, elementwise within `tolerance`, NaN only where `exp`
     has NaN); else a message naming `who`'s timed run `run` and input set `used`."""
     atol, rtol = tolerance
-    if type(out) is not torch.Tensor or _function_modes() or _dispatch_modes():
-        return f"{who}'s timed run {run} (input set {used}): not a plain tensor, or a torch mode is active"
+    try:
+        _plain(out)
+    except NotPlain as e:
+        return f"{who}'s timed run {run} (input set {used}): {e}"
     if out.shape != exp.shape or out.dtype != exp.dtype:
         return f"{who}'s timed run {run} (input set {used}) returned {type(out).__name__} {getattr(out, 'shape', '')}"
     if bool(_all(_isclose(out, exp, rtol=rtol, atol=atol, equal_nan=True))):
@@ -459,9 +466,7 @@ def run_timing(req, state, cand_fn):
             # Verify the timed path: the verification inputs (not the last timed ones), poisoned output, one more
             # call made the same way as the timed ones.
             cand.refresh(pool[0])
-            _plain(cand.out)
-            if cand.graph is not None and torch.is_floating_point(cand.out):
-                cand.out.fill_(float("nan"))
+            cand.poison()
             cand.call()
             _synchronize()
             _plain(cand.out)

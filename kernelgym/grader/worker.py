@@ -75,6 +75,7 @@ class GraderWorker:
         # the worker's stdout through bwrap's pid 1 (/proc/1/fd/1) and write forever without a newline.
         deadline = time.monotonic() + timeout_s
         fd, buf, started = self.proc.stdout.fileno(), b"", False
+        marker = f" {token} {request_path}".encode()  # how every reply ends (the path may hold spaces)
         while True:
             left = deadline - time.monotonic()
             if left <= 0:
@@ -87,7 +88,6 @@ class GraderWorker:
             if not chunk:  # the worker died
                 return None, False, False
             buf = (buf + chunk)[-MAX_REPLY_BYTES:]
-            marker = f" {token} {request_path}".encode()  # the path may hold spaces
             for line in buf.split(b"\n")[:-1]:
                 # The worker writes each reply in one write, but a candidate can put bytes without a newline in front
                 # of it (through /proc/1/fd/1): words are read from the end, a kind from its word's end. Only the
