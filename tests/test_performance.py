@@ -181,3 +181,27 @@ def test_a_flop_rate_above_the_dtypes_peak_is_flagged(tmp_path, monkeypatch):
     grade = fake_grader(tmp_path, monkeypatch, [(0.05, 0.025)] * 5, hardware=slow_fp16).grade(TASK.root, seed=3)
     text = "\n".join(grade.stages[2].messages)
     assert grade.speedup is None and "TFLOP/s is above" in text and "GB/s is above" not in text
+
+
+def test_configs_not_yet_compared_early_are_read_from_the_file_as_it_is_at_the_end(tmp_path):
+    # The early comparison loaded outputs.pt (a candidate's own, right answers) and compared config 0 before the
+    # candidate's process ended; the harness then replaced the file (zeros). Config 1, compared only at the end,
+    # must be read from the new file, not from what was loaded early.
+    import threading
+
+    reference, builder = load_reference(TASK)
+    g = Grader(TASK, H200, tmp_path / "grading", configs=CONFIGS[:2])
+    g._start_references(seed=3)
+    g._compares, g._compare_lock, g._file_locks, g._files = {}, threading.Lock(), {}, {}
+    g._grading_start, g.compare_log = time.monotonic(), []
+    path = tmp_path / "outputs.pt"
+    right = {}
+    for i, cfg in enumerate(g.configs):
+        x, w, eps = builder(cfg, 3 + i, "cpu")
+        right[str(i)] = reference(x, w, eps).to(x.dtype)
+    save(right, path)
+    assert g._compared(path, 0, 3, final=False)[0]
+    time.sleep(0.01)  # a new ctime
+    save({k: torch.zeros_like(v) for k, v in right.items()}, path)
+    assert not g._compared(path, 1, 4)[0]  # never compared early: read from the file as it is now
+    assert not g._compared(path, 0, 3)[0]  # compared early: compared again

@@ -398,9 +398,12 @@ class Grader:
             file_lock = self._file_locks.setdefault(path, threading.Lock())
         with file_lock:
             memo = self._compares.get((path, i))
-            if memo is not None and final and memo[1] != _identity(path):
-                memo = None  # replaced or written again after it was compared: compare what is there now
-                self._files.pop(path, None)
+            if final:  # no candidate code runs now: what was read early counts only if the file is still that one
+                now = _identity(path)
+                if path in self._files and self._files[path][1] != now:
+                    del self._files[path]  # loaded early, replaced or written again since: load what is there now
+                if memo is not None and memo[1] != now:
+                    memo = None
             if memo is None:
                 cfg, t = self.configs[i], time.monotonic()
                 try:
