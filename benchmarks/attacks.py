@@ -17,7 +17,7 @@ from pathlib import Path
 
 from kernelgym.grader import Grader, GraderConfig
 from kernelgym.hardware import detect_profile
-from kernelgym.task import get_task
+from kernelgym.discovery import get_task
 
 HERE = Path(__file__).resolve().parent
 

@@ -26,7 +26,7 @@ from kernelgym.grader import Grader, GraderConfig
 from kernelgym.grader.grader import HARNESS, PREPARED_MARKER
 from kernelgym.hardware import detect_profile
 from kernelgym.sandbox import Limits, make_sandbox
-from kernelgym.task import get_task
+from kernelgym.discovery import get_task
 
 HERE = Path(__file__).resolve().parent
 CONFIG = GraderConfig()  # the grader's defaults

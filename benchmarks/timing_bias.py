@@ -27,7 +27,7 @@ import torch
 from kernelgym.grader.grader import HARNESS
 from kernelgym.grader.timing_stats import interquartile_mean
 from kernelgym.hardware import detect_profile
-from kernelgym.task import get_task
+from kernelgym.discovery import get_task
 
 
 def load_harness():

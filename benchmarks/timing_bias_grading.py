@@ -31,7 +31,7 @@ import torch
 
 from kernelgym.grader.timing_stats import interquartile_mean
 from kernelgym.hardware import detect_profile
-from kernelgym.task import get_task
+from kernelgym.discovery import get_task
 
 from timing_bias import load_harness  # benchmarks/ is the working directory's script folder
 

@@ -9,7 +9,8 @@ from kernelgym.env import KernelArenaEnv
 from kernelgym.errors import (HardwareProfileError, KernelGymError, SandboxUnavailableError, TaskSpecError,
                               UnknownTaskError)
 from kernelgym.registration import register_tasks
-from kernelgym.task import Task, discover_tasks, get_task, load_task
+from kernelgym.discovery import discover_tasks, get_task
+from kernelgym.task import Task, load_task
 
 __version__ = "0.1.0"
 __all__ = ["KernelArenaEnv", "Task", "discover_tasks", "get_task", "load_task", "register_tasks", "KernelGymError",

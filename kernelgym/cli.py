@@ -21,7 +21,7 @@ console = Console(width=None if sys.stdout.isatty() else 130)
 def cmd_list(args: argparse.Namespace) -> int:
     from kernelgym.hardware import all_profiles
     from kernelgym.policy import available_policies
-    from kernelgym.task import discover_tasks
+    from kernelgym.discovery import discover_tasks
 
     console.print("[bold]Tasks[/]")
     for name, task in discover_tasks().items():

@@ -18,7 +18,8 @@ from kernelgym.prompt import build_prompt
 from kernelgym.sandbox import Limits, make_sandbox
 from kernelgym.spaces import (MAX_FILE_CHARS, MAX_OBS_CHARS, Action, ActionError, action_space,
                               observation_space, parse_action, to_observation_text)
-from kernelgym.task import Task, get_task
+from kernelgym.discovery import get_task
+from kernelgym.task import Task
 from kernelgym.workspace import create_workspace, resolve_in_workspace
 
 DEFAULT_RUN_DIR = Path(os.environ.get("KERNELGYM_RUN_DIR", "kernelgym-runs"))

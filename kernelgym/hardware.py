@@ -14,7 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from kernelgym.errors import HardwareProfileError
 
-DEFAULT_HARDWARE_ROOT = Path(__file__).resolve().parent.parent / "hardware"
+DEFAULT_HARDWARE_ROOT = Path(__file__).resolve().parent / "profiles"
 
 
 class HardwareProfile(BaseModel):

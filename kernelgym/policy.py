@@ -17,7 +17,7 @@ import yaml
 
 from kernelgym.errors import PolicyConfigError, UnknownPolicyError
 
-DEFAULT_POLICIES_ROOT = Path(__file__).resolve().parent.parent / "policies"
+DEFAULT_POLICIES_ROOT = Path(__file__).resolve().parent / "policies"
 
 
 class Policy(Protocol):

@@ -5,7 +5,8 @@ from pathlib import Path
 
 import gymnasium as gym
 
-from kernelgym.task import DEFAULT_TASKS_ROOT, discover_tasks
+from kernelgym.discovery import discover_tasks
+from kernelgym.task import DEFAULT_TASKS_ROOT
 
 ENTRY_POINT = "kernelgym.env:KernelArenaEnv"
 

@@ -8,17 +8,17 @@ config without editing scripts.
 """
 from __future__ import annotations
 
-import difflib
 from pathlib import Path
 from typing import Any, Literal
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from kernelgym.errors import TaskSpecError, UnknownTaskError
+from kernelgym.config_space import ConfigSpace, DimRange  # noqa: F401 - DimRange re-exported
+from kernelgym.errors import TaskSpecError
 
-#: Default folder searched for tasks: the repository's ``tasks/`` next to the package.
-DEFAULT_TASKS_ROOT = Path(__file__).resolve().parent.parent / "tasks"
+#: The built-in tasks, shipped inside the package.
+DEFAULT_TASKS_ROOT = Path(__file__).resolve().parent / "tasks"
 
 TaskKind = Literal["triton2triton", "hip2hip", "torch2hip", "torch2triton"]
 
@@ -29,29 +29,6 @@ class Tolerance(BaseModel):
     model_config = ConfigDict(extra="forbid")
     atol: float = Field(ge=0)
     rtol: float = Field(ge=0)
-
-
-class DimRange(BaseModel):
-    """An integer dimension's range for unseen configs, inclusive."""
-
-    model_config = ConfigDict(extra="forbid")
-    min: int = Field(ge=1)
-    max: int = Field(ge=1)
-    multiple_of: int = Field(default=1, ge=1)
-    """Values must be divisible by this (1: any value)."""
-
-
-class ConfigSpace(BaseModel):
-    """Where unseen configs may be drawn from."""
-
-    model_config = ConfigDict(extra="forbid")
-    dims: dict[str, DimRange]
-    """Each integer config field and its range."""
-    dtypes: list[str] = Field(min_length=1)
-    max_bytes: int = Field(default=8 << 30, ge=1)
-    """Cap on the bytes one config's inputs and outputs may take (see `roofline.bytes`)."""
-    production_shapes: list[dict[str, Any]] = Field(default_factory=list)
-    """Named shapes from widely used models, e.g. {rows: 1, hidden: 4096, model: llama-3-8b}."""
 
 
 class Roofline(BaseModel):
@@ -175,41 +152,3 @@ def load_task(task_dir: str | Path) -> Task:
         if not (root / f).is_file():
             raise TaskSpecError(f"{path}: field `editable_files`: file {f!r} not found in {root}")
     return Task(spec, root)
-
-
-def discover_tasks(tasks_root: str | Path = DEFAULT_TASKS_ROOT) -> dict[str, Task]:
-    """Every task under ``tasks_root`` (any folder holding task.yaml), keyed by name (``triton-rmsnorm``).
-
-    Raises:
-        TaskSpecError: a task.yaml is malformed, or two tasks share a name.
-    """
-    tasks: dict[str, Task] = {}
-    root = Path(tasks_root)
-    if not root.is_dir():
-        return tasks
-    for yml in sorted(root.rglob("task.yaml")):
-        task = load_task(yml.parent)
-        if task.name in tasks:
-            raise TaskSpecError(f"{yml}: task name {task.name!r} already used by {tasks[task.name].root}")
-        tasks[task.name] = task
-    return tasks
-
-
-def get_task(name: str, tasks_root: str | Path = DEFAULT_TASKS_ROOT) -> Task:
-    """Find a task by name (``triton-rmsnorm``), env id (``KernelArena/triton-rmsnorm-v0``) or path.
-
-    Raises:
-        UnknownTaskError: no such task; the message offers close matches.
-    """
-    if Path(name).is_dir() and (Path(name) / "task.yaml").is_file():
-        return load_task(name)
-    key = name.removeprefix("KernelArena/")
-    if key.rsplit("-v", 1)[-1].isdigit() and "-v" in key:
-        key = key.rsplit("-v", 1)[0]
-    tasks = discover_tasks(tasks_root)
-    if key in tasks:
-        return tasks[key]
-    close = difflib.get_close_matches(key, tasks, n=3)
-    hint = f" Did you mean {', '.join(repr(c) for c in close)}?" if close else ""
-    raise UnknownTaskError(f"Unknown task {name!r}.{hint} Known tasks: {', '.join(sorted(tasks)) or '(none)'}; "
-                           f"`kernelgym list` shows them.")

@@ -12,7 +12,8 @@ import torch
 from kernelgym.grader import Grader, GraderConfig, arena_score
 from kernelgym.grader.compare import compare_outputs
 from kernelgym.hardware import detect_profile
-from kernelgym.task import Tolerance, get_task
+from kernelgym.discovery import get_task
+from kernelgym.task import Tolerance
 
 TASK = get_task("triton-rmsnorm")
 BASELINE = (TASK.root / "kernel.py").read_text()

@@ -12,7 +12,7 @@ from kernelgym.grader import Grader
 from kernelgym.grader.grader import timed_output_path, verify_seed
 from kernelgym.grader.reference import load_reference
 from kernelgym.hardware import all_profiles
-from kernelgym.task import get_task
+from kernelgym.discovery import get_task
 
 TASK = get_task("triton-rmsnorm")
 H200 = all_profiles()["h200"]

@@ -6,7 +6,8 @@ import pytest
 import yaml
 
 from kernelgym.errors import TaskSpecError, UnknownTaskError
-from kernelgym.task import discover_tasks, get_task, load_task
+from kernelgym.discovery import discover_tasks, get_task
+from kernelgym.task import load_task
 
 TASK_DIR = get_task("triton-rmsnorm").root
 

@@ -13,7 +13,7 @@ import pytest
 from kernelgym.env import KernelArenaEnv
 from kernelgym.grader import Grader
 from kernelgym.hardware import detect_profile
-from kernelgym.task import get_task
+from kernelgym.discovery import get_task
 from kernelgym.unseen import CATEGORIES, evaluate_unseen, generate_unseen_configs, private_dir, quadrant, unseen_configs
 from kernelgym.wrappers import UnseenConfigEval
 

@@ -8,7 +8,8 @@ from typing import Any, Callable
 
 from kernelgym.grader import GraderConfig
 from kernelgym.hardware import detect_profile
-from kernelgym.task import get_task, load_task
+from kernelgym.discovery import get_task
+from kernelgym.task import load_task
 from kernelgym.unseen.evaluate import QUADRANTS, evaluate_unseen
 from kernelgym.unseen.store import unseen_configs
 
