@@ -1,10 +1,14 @@
 """The public generator of unseen configs (the generated values stay private: see store.py).
 
-Six categories (AgentKernelArena, arXiv:2605.16819): edge cases, scale-up, scale-down, alignment stress, extreme aspect
-ratio, production shapes; 8 configs per task. The first dimension of the task's config space is the batch
-(rows) and the last the inner (hidden) one. Every config is checked against the task's limits and the
-memory cap, replaced (with the reason logged) when it does not fit, never equal to a seen config, and
-validated by running the reference on it before use.
+Six categories (AgentKernelArena, arXiv:2605.16819): edge cases, scale-up, scale-down, alignment stress, extreme
+aspect ratio, production shapes; 8 configs per task. The generator works on any config space
+(kernelgym/config_space.py): the space's `batch_dim` is set to 1 in edge cases and the `inner_dim` is made
+large in aspect-ratio configs; dims that allow any value get primes in alignment stress and dims with a
+`multiple_of` get odd multiples of it. Every config is snapped to allowed values and repaired until it keeps
+the space's constraints, moved off the seen configs, shrunk (with the reason logged) when it does not fit the
+memory or interpreter budget, and validated by running the reference on it. A category that yields no valid
+config after `DRAWS` draws falls back, logged, to a valid config near a seen one: an invalid config is never
+returned.
 """
 from __future__ import annotations
 
@@ -13,7 +17,9 @@ from typing import Any, Callable
 
 import numpy as np
 
-from kernelgym.roofline import evaluate
+from kernelgym.config_space import ConfigSpace, expand, violations
+from kernelgym.errors import TaskSpecError
+from kernelgym.roofline import evaluate, itemsize
 from kernelgym.task import Task
 
 CATEGORIES = ("edge", "scale_up", "scale_down", "alignment", "aspect", "production")
@@ -22,101 +28,320 @@ PLAN = ("edge", "edge", "scale_up", "scale_down", "alignment", "alignment", "asp
 BLOCK_SIZES = (64, 128, 256, 512, 1024, 2048, 4096)
 SMALL_PRIMES = (37, 97, 131)
 LARGE_PRIMES = (769, 3001, 4003, 5003)
-#: On the CPU interpreter a config may have at most this many elements (it takes seconds per large call).
-INTERPRETER_MAX_ELEMENTS = 1 << 17
+#: The size an extreme aspect-ratio config aims its large dimension at (1 row x 65536 columns in the paper).
+ASPECT_LARGE = 65536
+#: On the CPU interpreter a config may move at most this many elements (roofline bytes / itemsize, or the
+#: product of the drawn dims without a roofline): the interpreter takes seconds per large call.
+INTERPRETER_MAX_ELEMENTS = 1 << 18
+#: Draws per category before the fallback, and repair/shrink steps per draw.
+DRAWS = 8
+STEPS = 64
 
-
-def _elements(cfg: dict, dims: list[str]) -> int:
-    return math.prod(int(cfg[d]) for d in dims)
+Validate = Callable[[dict], "str | None"]
 
 
 def generate_unseen_configs(task: Task, seed: int, *, interpreter: bool = False, memory_bytes: int | None = None,
-                            n: int = 8, validate: Callable[[dict], str | None] | None = None
-                            ) -> tuple[list[dict[str, Any]], list[str]]:
+                            n: int = 8, validate: Validate | None = None) -> tuple[list[dict[str, Any]], list[str]]:
     """Generate `n` unseen configs for `task`, deterministically for `seed`.
 
     Args:
-        interpreter: size the configs for the CPU interpreter (at most `INTERPRETER_MAX_ELEMENTS` elements).
+        task: the task; its config space, seen and interpreter configs and roofline are used.
+        seed: the generator's seed.
+        interpreter: size the configs for the CPU interpreter (see `INTERPRETER_MAX_ELEMENTS`) and start
+            from the interpreter configs instead of the seen ones.
         memory_bytes: device memory; a config whose bytes (the task's roofline formula) exceed a quarter of
-            it, or the task's `max_bytes`, is shrunk.
+            it, or the space's `max_bytes`, is shrunk.
+        n: how many configs (the categories follow `PLAN`, repeated past 8).
         validate: called on each config; returns None if the reference runs on it, else the reason (the
             config is then shrunk and tried again).
 
     Returns:
-        (configs, log): each config carries its fields plus ``category``; the log says what was replaced and why.
+        (configs, log): each config carries its dims, derived dims, ``dtype``, ``category`` and, for
+        production shapes, ``model``; the log says what was replaced and why.
+
+    Raises:
+        TaskSpecError: the space admits no valid unseen config within the budgets at all.
     """
-    space = task.spec.config_space
-    dims = list(space.dims)
-    batch, inner = dims[0], dims[-1]
-    rng = np.random.default_rng(seed)
-    seen = task.spec.seen_configs + task.spec.interpreter_configs
-    used = task.configs_for(interpreter)
-    seen_keys = {tuple(c.get(d) for d in dims) + (c.get("dtype"),) for c in seen}
-    largest = max(used, key=lambda c: _elements(c, dims))
-    smallest = min(used, key=lambda c: _elements(c, dims))
-    cap_bytes = min(space.max_bytes, memory_bytes // 4 if memory_bytes else space.max_bytes)
-    log: list[str] = []
+    spec = task.spec
+    return generate_for_space(spec.config_space, seed, seen=spec.seen_configs + spec.interpreter_configs,
+                              base=task.configs_for(interpreter),
+                              roofline_bytes=spec.roofline.bytes if spec.roofline else None,
+                              interpreter=interpreter, memory_bytes=memory_bytes, n=n, validate=validate)
 
-    def clamp(d: str, v: int) -> int:
-        r = space.dims[d]
-        v = max(r.min, min(r.max, int(v)))
-        return max(r.min, v - v % r.multiple_of) if r.multiple_of > 1 else v
 
-    def propose(category: str, k: int) -> dict[str, Any]:
-        base = dict(used[int(rng.integers(len(used)))])
-        cfg = {d: base[d] for d in dims}
-        if category == "edge":
-            if k == 0:
-                cfg[batch] = 1
-            else:
-                fits = [b for b in BLOCK_SIZES if space.dims[inner].min <= b <= space.dims[inner].max]
-                cfg[inner] = int(rng.choice(fits))
-        elif category == "scale_up":
-            cfg = {d: largest[d] for d in dims}
-            cfg[str(rng.choice(dims))] *= int(rng.integers(2, 5))
-        elif category == "scale_down":
-            cfg = {d: max(1, smallest[d] // int(rng.integers(2, 5))) for d in dims}
-        elif category == "alignment":
-            # A small prime inner size with a large prime batch, then the reverse: odd sizes on both axes.
-            cfg[inner] = int(rng.choice(SMALL_PRIMES if k == 0 else LARGE_PRIMES))
-            cfg[batch] = int(rng.choice((37, 131) if k == 0 else (3, 7)))
-        elif category == "aspect":
-            cfg = {d: 1 for d in dims}
-            cfg[inner] = 65536
-        elif category == "production" and space.production_shapes:
-            shape = space.production_shapes[int(rng.integers(len(space.production_shapes)))]
-            cfg = {d: shape[d] for d in dims}
-            cfg["model"] = shape.get("model", "")
-        cfg = {**cfg, **{d: clamp(d, cfg[d]) for d in dims}}
-        cfg["dtype"] = str(rng.choice(space.dtypes))
-        return cfg
+def generate_for_space(space: ConfigSpace, seed: int, *, seen: list[dict[str, Any]],
+                       base: list[dict[str, Any]] | None = None, roofline_bytes: str | None = None,
+                       interpreter: bool = False, memory_bytes: int | None = None, n: int = 8,
+                       validate: Validate | None = None) -> tuple[list[dict[str, Any]], list[str]]:
+    """Generate `n` unseen configs from `space`, deterministically for `seed` (see `generate_unseen_configs`).
 
-    def bytes_of(cfg: dict) -> float:
-        if task.spec.roofline:
-            return evaluate(task.spec.roofline.bytes, cfg)
-        return 3 * _elements(cfg, dims) * 4
+    Args:
+        space: the config space.
+        seed: the generator's seed.
+        seen: configs the agent saw; no generated config equals one of them (dims and dtype).
+        base: configs the edge, scale and alignment categories start from (default: `seen`).
+        roofline_bytes: the task's roofline bytes formula, to measure a config against the byte caps.
+        interpreter, memory_bytes, n, validate: as in `generate_unseen_configs`.
 
-    configs: list[dict[str, Any]] = []
-    for k, category in enumerate(PLAN[:n]):
-        cfg = propose(category, PLAN[:k].count(category))
-        for _ in range(64):
-            reason = None
-            key = tuple(cfg.get(d) for d in dims) + (cfg.get("dtype"),)
-            if key in seen_keys or any(key == tuple(c.get(d) for d in dims) + (c.get("dtype"),) for c in configs):
-                log.append(f"{category} {cfg}: equals a seen or earlier config; last dimension moved by 1")
-                cfg[inner] = clamp(inner, cfg[inner] + 1 if cfg[inner] < space.dims[inner].max else cfg[inner] - 1)
+    Returns:
+        (configs, log), as `generate_unseen_configs`.
+
+    Raises:
+        TaskSpecError: the space admits no valid unseen config within the budgets at all.
+    """
+    gen = _Generator(space, np.random.default_rng(seed), seen, base or seen, roofline_bytes, interpreter,
+                     memory_bytes, validate)
+    plan = [PLAN[i % len(PLAN)] for i in range(n)]
+    configs = [gen.one(category, plan[:k].count(category)) for k, category in enumerate(plan)]
+    return configs, gen.log
+
+
+def _odd_prime_at_most(v: int, lo: int) -> int | None:
+    """The largest odd prime p with lo <= p <= v, or None."""
+    for p in range(v if v % 2 else v - 1, max(lo, 3) - 1, -2):
+        if all(p % q for q in range(3, math.isqrt(p) + 1, 2)):
+            return p
+    return None
+
+
+class _Generator:
+    """One generation run: the space, the random stream, the configs taken so far and the log."""
+
+    def __init__(self, space: ConfigSpace, rng: np.random.Generator, seen: list[dict], base: list[dict],
+                 roofline_bytes: str | None, interpreter: bool, memory_bytes: int | None, validate: Validate | None):
+        self.space, self.rng, self.roofline_bytes, self.interpreter, self.validate = \
+            space, rng, roofline_bytes, interpreter, validate
+        self.dims = list(space.dims)
+        self.ranges = space.dims
+        self.batch, self.inner = space.batch_dim, space.inner_dim
+        self.taken = {self._key(c, c.get("dtype")) for c in seen}
+        # Seen configs need not be allowed values of the space: the categories start from their snapped copies.
+        self.base = [{d: self.ranges[d].snap(c.get(d, self.ranges[d].lowest())) for d in self.dims} for c in base]
+        self.base_dtypes = [c.get("dtype") for c in base]
+        by_size = sorted(self.base, key=lambda c: self._elements(c, self.base_dtypes[0]))
+        self.smallest, self.largest = by_size[0], by_size[-1]
+        self.cap_bytes = min(space.max_bytes, memory_bytes // 4 if memory_bytes else space.max_bytes)
+        self.log: list[str] = []
+
+    def _key(self, cfg: dict, dtype: Any) -> tuple:
+        return tuple(cfg.get(d) for d in self.dims) + (dtype,)
+
+    def _elements(self, cfg: dict, dtype: Any) -> float:
+        # Elements moved, from the roofline when there is one: the product of a matmul's M, N, K counts FLOPs.
+        if self.roofline_bytes:
+            return evaluate(self.roofline_bytes, {**expand(self.space, cfg), "dtype": dtype}) / itemsize(dtype)
+        return math.prod(cfg[d] for d in self.dims)
+
+    def _bytes(self, cfg: dict, dtype: Any) -> float:
+        if self.roofline_bytes:
+            return evaluate(self.roofline_bytes, {**expand(self.space, cfg), "dtype": dtype})
+        return 3 * math.prod(cfg[d] for d in self.dims) * itemsize(dtype)
+
+    def _pick(self, items: list | tuple) -> Any:
+        return items[int(self.rng.integers(len(items)))]
+
+    # ---- one config ------------------------------------------------------------------------------------------
+
+    def one(self, category: str, k: int) -> dict[str, Any]:
+        """The next config of `category` (`k`: how many of it came before), valid and unseen."""
+        for draw in range(DRAWS):
+            cfg, protected, extras = self._propose(category, k)
+            extras["dtype"] = extras.get("dtype") or str(self._pick(self.space.dtypes))
+            cfg, why = self._settle(cfg, protected, category, extras)
+            if cfg is not None:
+                return self._finish(cfg, category, extras)
+            self.log.append(f"{category}: draw {draw} dropped ({why}); drawing again")
+        # The fallback: the seen configs, smallest first, then every dim at its smallest, each settled as is.
+        starts = sorted(zip(self.base, self.base_dtypes), key=lambda p: self._elements(p[0], p[1]))
+        why = ""
+        for start, dtype in [*starts, ({d: self.ranges[d].lowest() for d in self.dims}, None)]:
+            extras = {"dtype": dtype if dtype in self.space.dtypes else self.space.dtypes[0]}
+            cfg, why = self._settle(dict(start), set(), category, extras)
+            if cfg is not None:
+                self.log.append(f"{category}: no valid config after {DRAWS} draws; fell back to {cfg}, settled "
+                                f"from a seen config")
+                return self._finish(cfg, category, extras)
+        raise TaskSpecError(f"config space {self.space.dims}: no valid unseen {category} config within the budgets "
+                            f"(last reason: {why}); widen the ranges or relax the constraints")
+
+    def _finish(self, cfg: dict, category: str, extras: dict) -> dict[str, Any]:
+        self.taken.add(self._key(cfg, extras["dtype"]))
+        out = expand(self.space, cfg)
+        if "model" in extras:
+            out["model"] = extras["model"]
+        return {**out, "dtype": extras["dtype"], "category": category}
+
+    def _settle(self, cfg: dict, protected: set[str], category: str, extras: dict) -> tuple[dict | None, str]:
+        """`cfg` made valid, unseen and within budget, or (None, why not)."""
+        cfg = {d: self.ranges[d].snap(cfg[d]) for d in self.dims}
+        for _ in range(STEPS):
+            broken = violations(self.space, cfg)
+            if broken:
+                fixed = self._repair(cfg, protected)
+                if fixed is None:
+                    return None, f"{cfg} breaks {broken[0]} and no nearby value repairs it"
+                self.log.append(f"{category} {cfg}: repaired ({broken[0]}) to {fixed}")
+                cfg = fixed
                 continue
-            if interpreter and _elements(cfg, dims) > INTERPRETER_MAX_ELEMENTS:
-                reason = f"{_elements(cfg, dims)} elements, over the CPU interpreter's budget of {INTERPRETER_MAX_ELEMENTS}"
-            elif bytes_of(cfg) > cap_bytes:
-                reason = f"{bytes_of(cfg):.3g} bytes, over the cap of {cap_bytes:.3g}"
-            elif validate is not None:
-                reason = validate(cfg)
+            if self._key(cfg, extras["dtype"]) in self.taken:
+                moved = self._perturb(cfg, protected, extras["dtype"])
+                if moved is None:
+                    return None, f"{cfg} equals a seen or earlier config and no neighbour is free"
+                self.log.append(f"{category} {cfg}: equals a seen or earlier config; moved to {moved}")
+                cfg = moved
+                continue
+            reason = self._over_budget(cfg, extras["dtype"])
+            if reason is None and self.validate is not None:
+                reason = self.validate({**expand(self.space, cfg), **extras})
             if reason is None:
-                break
-            # Shrink the batch dimension first (keeps the interesting inner size), then the inner one.
-            d = batch if cfg[batch] > 1 else inner
-            log.append(f"{category} {cfg}: replaced ({reason}); {d} halved")
-            cfg[d] = clamp(d, max(1, cfg[d] // 2))
-        configs.append({**cfg, "category": category})
-    return configs, log
+                return cfg, ""
+            d = self._shrink_dim(cfg, protected, category)
+            if d is None:
+                return None, f"{cfg}: {reason}, and nothing is left to shrink"
+            self.log.append(f"{category} {cfg}: replaced ({reason}); {d} halved")
+            cfg = {**cfg, d: self._halve(d, cfg[d], category)}
+        return None, f"no valid config after {STEPS} steps"
+
+    def _over_budget(self, cfg: dict, dtype: Any) -> str | None:
+        if self.interpreter and self._elements(cfg, dtype) > INTERPRETER_MAX_ELEMENTS:
+            return (f"{self._elements(cfg, dtype):.0f} elements, over the CPU interpreter's budget of "
+                    f"{INTERPRETER_MAX_ELEMENTS}")
+        if self._bytes(cfg, dtype) > self.cap_bytes:
+            return f"{self._bytes(cfg, dtype):.3g} bytes, over the cap of {self.cap_bytes:.3g}"
+        return None
+
+    # ---- repairs ---------------------------------------------------------------------------------------------
+
+    def _order(self, protected: set[str], inner_first: bool = False) -> list[str]:
+        """Dims to change, unprotected ones first (the category's point is in the protected ones)."""
+        dims = [self.inner] + [d for d in self.dims if d != self.inner] if inner_first else self.dims
+        return [d for d in dims if d not in protected] + [d for d in dims if d in protected]
+
+    def _repair(self, cfg: dict, protected: set[str]) -> dict | None:
+        """`cfg` changed one dim at a time, each change breaking fewer rules, until it breaks none; or None."""
+        broken = len(violations(self.space, cfg))
+        for _ in range(STEPS):
+            if broken == 0:
+                return cfg
+            for d in self._order(protected):
+                trial = next((t for t in ({**cfg, d: v} for v in self._candidates(d, cfg[d]))
+                              if len(violations(self.space, t)) < broken), None)
+                if trial is not None:
+                    cfg, broken = trial, len(violations(self.space, trial))
+                    break
+            else:
+                return None
+        return None
+
+    def _candidates(self, d: str, v: int) -> list[int]:
+        """Allowed values for `d` to try instead of `v`, nearest first (on a log scale)."""
+        r = self.ranges[d]
+        pool = {r.lowest(), r.highest(), *(c[d] for c in self.base)}
+        up = down = v
+        for _ in range(16):
+            up, down = r.neighbour(up, +1) or up, r.neighbour(down, -1) or down
+            pool |= {up, down}
+        pool |= {r.snap(v * 2.0 ** j) for j in range(-12, 13)}
+        pool.discard(v)
+        return sorted(pool, key=lambda c: (abs(math.log(c / v)), c))
+
+    def _perturb(self, cfg: dict, protected: set[str], dtype: Any) -> dict | None:
+        """`cfg` with one dim moved to a neighbouring allowed value so that it is not taken; None if none is."""
+        options = [{**cfg, d: v} for d in self._order(protected, inner_first=True)
+                   for v in (self.ranges[d].neighbour(cfg[d], +1), self.ranges[d].neighbour(cfg[d], -1))
+                   if v is not None]
+        free = [o for o in options if self._key(o, dtype) not in self.taken]
+        return next((o for o in free if not violations(self.space, o)), free[0] if free else None)
+
+    def _shrink_dim(self, cfg: dict, protected: set[str], category: str) -> str | None:
+        """The dim to halve: the batch first (keeps the interesting inner size), else the largest; alignment
+        stress takes the largest first so that every dim stays misaligned."""
+        for group in ([d for d in self.dims if d not in protected], [d for d in self.dims if d in protected]):
+            can = [d for d in group if self._halve(d, cfg[d], category) < cfg[d]]
+            if self.batch in can and category != "alignment":
+                return self.batch
+            if can:
+                return max(can, key=lambda d: cfg[d])
+        return None
+
+    def _halve(self, d: str, v: int, category: str) -> int:
+        half = self.ranges[d].snap(v // 2, -1)
+        return self._misalign(d, half) if category == "alignment" else half
+
+    def _misalign(self, d: str, v: int) -> int:
+        """An allowed value at most `v` that is odd: a prime for a dim that allows any value, an odd multiple
+        for one with `multiple_of`; `v` snapped for a dim limited to powers of two or a set."""
+        r = self.ranges[d]
+        if r.free:
+            p = _odd_prime_at_most(min(v, r.highest()), r.lowest())
+            return p if p is not None else r.snap(v)
+        if r.powers_of_two or r.values is not None:
+            return r.snap(v)
+        q = min(v, r.highest()) // r.multiple_of
+        q -= 1 - q % 2
+        return q * r.multiple_of if q >= 1 and r.allows(q * r.multiple_of) else r.snap(v)
+
+    # ---- the six categories ----------------------------------------------------------------------------------
+
+    def _propose(self, category: str, k: int) -> tuple[dict, set[str], dict]:
+        """A raw config for `category`, the dims that carry its point, and extras (model, dtype)."""
+        cfg = dict(self._pick(self.base))
+        if category == "edge" and k % 2 == 0:
+            cfg[self.batch] = 1
+            return cfg, {self.batch}, {}
+        if category == "edge":
+            fits = {d: [b for b in BLOCK_SIZES if self.ranges[d].allows(b)] for d in self.dims}
+            dims = [d for d in self.dims if fits[d] and d != self.batch] or [d for d in self.dims if fits[d]]
+            if not dims:
+                cfg[self.batch] = 1
+                return cfg, {self.batch}, {}
+            d = self._pick(dims)
+            cfg[d] = int(self._pick(fits[d]))
+            return cfg, {d}, {}
+        if category == "scale_up":
+            cfg = dict(self.largest)
+            grow = [d for d in self.dims if self.ranges[d].snap(2 * cfg[d]) > cfg[d]] or self.dims
+            d = self._pick(grow)
+            cfg[d] *= int(self.rng.integers(2, 5))
+            return cfg, {d}, {}
+        if category == "scale_down":
+            return {d: max(1, v // int(self.rng.integers(2, 5))) for d, v in self.smallest.items()}, set(), {}
+        if category == "alignment":
+            return self._alignment(cfg, k)
+        if category == "aspect":
+            return self._aspect()
+        shapes = self.space.production_shapes
+        if not shapes:
+            return cfg, set(), {}
+        shape = self._pick(shapes)
+        extras = {"model": shape.get("model", "")}
+        if shape.get("dtype") in self.space.dtypes:
+            extras["dtype"] = shape["dtype"]
+        return {d: shape[d] for d in self.dims}, set(self.dims), extras
+
+    def _alignment(self, cfg: dict, k: int) -> tuple[dict, set[str], dict]:
+        # A small prime inner size with a large prime batch, then the reverse: odd sizes on both axes; other
+        # dims take the odd value just under their seen one.
+        moved = set()
+        for d in self.dims:
+            r = self.ranges[d]
+            if r.powers_of_two or r.values is not None:
+                continue
+            if d == self.inner:
+                target = self._pick(SMALL_PRIMES if k % 2 == 0 else LARGE_PRIMES) * r.multiple_of
+            elif d == self.batch:
+                target = self._pick((37, 131) if k % 2 == 0 else (3, 7)) * r.multiple_of
+            else:
+                target = cfg[d]
+            cfg[d] = self._misalign(d, target)
+            moved.add(d)
+        return cfg, moved, {}
+
+    def _aspect(self) -> tuple[dict, set[str], dict]:
+        # Every dim at its smallest but one at its largest, up to ASPECT_LARGE: the inner dim when it has room
+        # to grow far, else the dim with the most room.
+        room = {d: self.ranges[d].highest() / self.ranges[d].lowest() for d in self.dims}
+        large = self.inner if room[self.inner] >= 64 else max(self.dims, key=lambda d: room[d])
+        cfg = {d: self.ranges[d].lowest() for d in self.dims}
+        cfg[large] = self.ranges[large].snap(ASPECT_LARGE, -1)
+        return cfg, {large}, {}
