@@ -1,4 +1,9 @@
-"""Command line: ``kernelgym list`` and ``kernelgym run --task triton-rmsnorm --policy tuner``."""
+"""Command line: ``kernelgym list``, ``kernelgym run --task triton-rmsnorm --policy tuner``,
+``kernelgym validate TASK_DIR`` and ``kernelgym unseen RUN_DIR``.
+
+User folders join the built-in ones through ``--tasks-dir`` / ``$KERNELGYM_TASKS_PATH``, ``--policies-dir`` /
+``$KERNELGYM_POLICIES_PATH`` and ``--hardware-dir`` / ``$KERNELGYM_HARDWARE_PATH`` (each flag may be repeated).
+"""
 from __future__ import annotations
 
 import argparse
@@ -18,18 +23,55 @@ from kernelgym.errors import KernelGymError
 console = Console(width=None if sys.stdout.isatty() else 130)
 
 
-def cmd_list(args: argparse.Namespace) -> int:
-    from kernelgym.hardware import all_profiles
-    from kernelgym.policy import available_policies
-    from kernelgym.discovery import discover_tasks
+def _source(path: Path, builtin_root: Path) -> str:
+    """'built-in' for a file shipped with the package, else its path."""
+    return "built-in" if Path(path).resolve().is_relative_to(builtin_root) else str(path)
 
-    console.print("[bold]Tasks[/]")
-    for name, task in discover_tasks().items():
-        console.print(f"  {name:<24} {task.env_id:<40} {task.spec.kind:<14} {len(task.spec.seen_configs)} seen configs "
-                      f"({len(task.spec.interpreter_configs)} on the CPU interpreter), "
-                      f"editable: {', '.join(task.spec.editable_files)}", soft_wrap=True)
-    console.print(f"Policies: {', '.join(available_policies())}")
-    console.print(f"Hardware profiles: {', '.join(all_profiles())}")
+
+def cmd_list(args: argparse.Namespace) -> int:
+    from kernelgym.discovery import discover_tasks_report, is_builtin, task_search_path
+    from kernelgym.hardware import DEFAULT_HARDWARE_ROOT, discover_profiles, hardware_search_path
+    from kernelgym.policy import DEFAULT_POLICIES_ROOT, discover_policies
+
+    profiles, profile_problems = discover_profiles(hardware_search_path(args.hardware_dir))
+    tasks, task_problems = discover_tasks_report(task_search_path(args.tasks_dir))
+    # The env id holds the task name; `--task` and `validate` take either.
+    table = Table(title="Tasks", title_justify="left", caption="configs: seen on a GPU / on the CPU interpreter",
+                  caption_justify="left")
+    for col in ("env id", "kind", "language", "difficulty", "configs", "hardware", "source"):
+        table.add_column(col, overflow="fold", no_wrap=col in ("env id", "kind"))
+    for task in tasks.values():
+        supported = [p.id for p in profiles.values() if p.supports(task.spec.language)]
+        table.add_row(task.env_id, task.spec.kind, task.spec.language,
+                      str(getattr(task.spec, "difficulty", None) or "-"),
+                      f"{len(task.configs_for(False))}/{len(task.configs_for(True))}",
+                      ", ".join(supported) or "(none)", "built-in" if is_builtin(task) else str(task.root))
+    console.print(table)
+    if task_problems:
+        broken = Table(title=f"Broken tasks ({len(task_problems)}, not registered)", title_justify="left",
+                       title_style="bold red")
+        broken.add_column("path", overflow="fold")
+        broken.add_column("error", overflow="fold")
+        for p in task_problems:
+            broken.add_row(str(p.path), p.message)
+        console.print(broken)
+
+    folders, policy_problems = discover_policies(args.policies_dir)
+    table = Table(title="Policies", title_justify="left")
+    table.add_column("policy")
+    table.add_column("source", overflow="fold")
+    for name, folder in folders.items():
+        table.add_row(name, _source(folder, DEFAULT_POLICIES_ROOT))
+    console.print(table)
+
+    table = Table(title="Hardware profiles", title_justify="left")
+    for col in ("profile", "name", "vendor", "arch", "source"):
+        table.add_column(col, overflow="fold")
+    for pid, prof in profiles.items():
+        table.add_row(pid, prof.name, prof.vendor, prof.arch, _source(prof.source, DEFAULT_HARDWARE_ROOT))
+    console.print(table)
+    for message in policy_problems + [m for _, m in profile_problems]:
+        console.print(f"[red]skipped:[/] {message}", soft_wrap=True)
     return 0
 
 
@@ -47,12 +89,18 @@ def cmd_run(args: argparse.Namespace) -> int:
                              '\'{"actions": []}\'') from None
     if not isinstance(overrides, dict):
         raise KernelGymError("--policy-config must be a JSON object of config fields")
-    policy = load_policy(args.policy, **overrides)
+    from kernelgym.discovery import get_task
+    from kernelgym.hardware import detect_profile
+
+    policy = load_policy(args.policy, policies_dir=args.policies_dir, **overrides)
+    # Resolved here so the user's folders count; the env takes the Task and the profile as they are.
+    task = get_task(args.task, tasks_dir=args.tasks_dir)
+    hardware = detect_profile(args.hardware, root=hardware_roots(args))
     label = re.sub(r"[^A-Za-z0-9_.-]+", "_", f"{args.task}-{args.policy}")
     run_dir = Path(args.run_dir) / f"{time.strftime('%Y%m%d-%H%M%S')}-{label}"
     sandbox = "none" if args.no_sandbox else "bwrap"
     grader = GraderConfig(warmup=args.warmup, reps=args.reps, rounds=args.rounds, sandbox=sandbox)
-    env = KernelArenaEnv(args.task, run_dir=run_dir, hardware=args.hardware, sandbox=sandbox,
+    env = KernelArenaEnv(task, run_dir=run_dir, hardware=hardware, sandbox=sandbox,
                          max_steps=args.max_steps, max_wall_s=args.max_wall_s, grader=grader,
                          command_timeout_s=args.command_timeout_s)
     env = TrajectoryRecorder(env, run_dir / "trajectories.jsonl")
@@ -83,6 +131,49 @@ def cmd_run(args: argparse.Namespace) -> int:
     (run_dir / "results.json").write_text(json.dumps(results, indent=1, default=str))
     console.print(f"trajectories: {run_dir / 'trajectories.jsonl'}")
     return 0
+
+
+def hardware_roots(args: argparse.Namespace):
+    """The hardware search path with --hardware-dir folders, or None (the default path) without any."""
+    from kernelgym.hardware import hardware_search_path
+    return hardware_search_path(args.hardware_dir) if args.hardware_dir else None
+
+
+def cmd_validate(args: argparse.Namespace) -> int:
+    from kernelgym.discovery import discover_tasks_report, parse_task_name, task_search_path
+    from kernelgym.hardware import detect_profile
+    from kernelgym.validate import validate_task
+
+    task_dir = Path(args.task)
+    if not task_dir.is_dir():  # a task name: its folder on the search path, broken ones included
+        tasks, problems = discover_tasks_report(task_search_path(args.tasks_dir))
+        key = parse_task_name(args.task)[0]
+        folders = [t.root for t in tasks.values() if t.name == key] + [p.path.parent for p in problems if p.name == key]
+        if not folders:
+            raise KernelGymError(f"{args.task!r} is neither a directory nor a task name on the search path; "
+                                 f"`kernelgym list` shows the tasks")
+        task_dir = folders[0]
+    hardware = detect_profile(args.hardware, root=hardware_roots(args))
+    sandbox = "none" if args.no_sandbox else "bwrap"
+    with console.status("validating") as status:
+        def progress(line: str) -> None:
+            status.update(line)
+            if not console.is_terminal:  # no spinner in a log: one line per step instead
+                console.print(f"  {line}")
+        checks = validate_task(task_dir, hardware=hardware, sandbox=sandbox, tasks_dir=args.tasks_dir,
+                               progress=progress)
+    table = Table(title=f"Validation of {task_dir}", title_justify="left")
+    table.add_column("check")
+    table.add_column("result")
+    table.add_column("message", overflow="fold")
+    marks = {True: "[green]PASS[/]", False: "[red]FAIL[/]", None: "[dim]not run[/]"}
+    for c in checks:
+        table.add_row(c.name, marks[c.passed], c.message)
+    console.print(table)
+    failed, not_run = sum(c.passed is False for c in checks), sum(c.passed is None for c in checks)
+    console.print(f"[red]{failed} of {len(checks)} checks failed[/]" + (f", {not_run} not run" if not_run else "")
+                  if failed else f"[green]all {len(checks)} checks passed[/]")
+    return 1 if failed else 0
 
 
 def print_results(results: list[dict], interpreter: bool) -> None:
@@ -133,11 +224,24 @@ def cmd_unseen(args: argparse.Namespace) -> int:
     return 0
 
 
+def add_search_dirs(parser: argparse.ArgumentParser, policies: bool = True) -> None:
+    """--tasks-dir, --policies-dir and --hardware-dir: user folders searched after the built-in ones."""
+    parser.add_argument("--tasks-dir", action="append", default=None, metavar="DIR",
+                        help="a folder of your own tasks (repeatable; also $KERNELGYM_TASKS_PATH)")
+    if policies:
+        parser.add_argument("--policies-dir", action="append", default=None, metavar="DIR",
+                            help="a folder of your own policies (repeatable; also $KERNELGYM_POLICIES_PATH)")
+    parser.add_argument("--hardware-dir", action="append", default=None, metavar="DIR",
+                        help="a folder of your own hardware profiles (repeatable; also $KERNELGYM_HARDWARE_PATH)")
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the `kernelgym` command; returns the exit code (2 for a setup error, with its message)."""
     parser = argparse.ArgumentParser(prog="kernelgym", description="GPU-kernel optimization tasks as Gymnasium envs")
     sub = parser.add_subparsers(dest="command", required=True)
-    sub.add_parser("list", help="list tasks, policies and hardware profiles").set_defaults(func=cmd_list)
+    listing = sub.add_parser("list", help="list tasks (and broken ones), policies and hardware profiles")
+    add_search_dirs(listing)
+    listing.set_defaults(func=cmd_list)
     run = sub.add_parser("run", help="run a policy on a task and grade it")
     run.add_argument("--task", default="triton-rmsnorm", help="task name, env id or task directory")
     run.add_argument("--policy", default="tuner", help="built-in policy (see `kernelgym list`)")
@@ -155,7 +259,16 @@ def main(argv: list[str] | None = None) -> int:
     run.add_argument("--command-timeout-s", type=float, default=300.0, help="limit per shell command")
     run.add_argument("--no-sandbox", action="store_true", help="run commands unisolated (only if bubblewrap "
                      "cannot run here; trusted policies only)")
+    add_search_dirs(run)
     run.set_defaults(func=cmd_run)
+    validate = sub.add_parser("validate", help="check a task folder: spec, reference, unseen configs, baseline; "
+                              "exit code 1 if a check fails")
+    validate.add_argument("task", metavar="TASK_DIR", help="a task folder (holding task.yaml), or a task name")
+    validate.add_argument("--hardware", default=None, help="hardware profile id (default: detect)")
+    validate.add_argument("--no-sandbox", action="store_true", help="grade the baseline unisolated (trusted tasks "
+                          "only, where bubblewrap cannot run)")
+    add_search_dirs(validate, policies=False)
+    validate.set_defaults(func=cmd_validate)
     unseen = sub.add_parser("unseen", help="replay every final kernel of a finished run on unseen configs")
     unseen.add_argument("run_dir", help="a run directory written by `kernelgym run`")
     unseen.add_argument("--seed", type=int, default=0, help="which set of private unseen configs")

@@ -1,8 +1,10 @@
 """Policies drive an env from outside: ``reset(observation, info)`` then ``act(observation, info) -> action``.
 
-Built-in policies live in ``policies/<name>/`` (one folder each): ``policy.py`` with ``<Name>Config``
-(a dataclass; one doc string per field) and ``<Name>Policy``, and ``config.yaml`` whose keys are the
-config's fields. `load_policy` finds them by listing the folder; keyword overrides win over the YAML.
+A policy is a folder ``<name>/`` holding ``policy.py`` with ``<Name>Config`` (a dataclass; one doc string per
+field) and ``<Name>Policy``, and ``config.yaml`` whose keys are the config's fields. `load_policy` finds them
+by listing folders: the built-in ones (``kernelgym/policies``), then each folder of ``KERNELGYM_POLICIES_PATH``
+(os.pathsep-separated), then the folders given as ``policies_dir``. A user policy may not reuse a name (an
+error naming both folders). Keyword overrides win over the YAML.
 """
 from __future__ import annotations
 
@@ -15,9 +17,12 @@ from typing import Any, Protocol
 
 import yaml
 
+from kernelgym.discovery import Dirs, as_dirs, env_dirs
 from kernelgym.errors import PolicyConfigError, UnknownPolicyError
 
 DEFAULT_POLICIES_ROOT = Path(__file__).resolve().parent / "policies"
+#: Environment variable listing the user's policy folders, separated by os.pathsep.
+POLICIES_PATH_ENV = "KERNELGYM_POLICIES_PATH"
 
 
 class Policy(Protocol):
@@ -30,35 +35,95 @@ class Policy(Protocol):
         """The next action, e.g. ``{"kind": "shell", "cmd": "python check.py"}`` (see kernelgym.spaces)."""
 
 
-def available_policies(root: Path = DEFAULT_POLICIES_ROOT) -> list[str]:
-    """Names of the built-in policies (folders holding policy.py)."""
-    return sorted(p.parent.name for p in Path(root).glob("*/policy.py"))
+def policy_search_path(policies_dir: Dirs = None) -> list[Path]:
+    """Where policies are looked for: the built-in folder, ``$KERNELGYM_POLICIES_PATH``, then `policies_dir`."""
+    return [DEFAULT_POLICIES_ROOT, *env_dirs(POLICIES_PATH_ENV), *as_dirs(policies_dir)]
+
+
+def discover_policies(policies_dir: Dirs = None) -> tuple[dict[str, Path], list[str]]:
+    """Every policy folder (one holding policy.py) on the search path, and what went wrong.
+
+    Args:
+        policies_dir: the user's folders, searched after the built-in one and $KERNELGYM_POLICIES_PATH.
+
+    Returns:
+        (folders by policy name, problems): a problem is a search folder that does not exist, or a policy
+        whose name an earlier folder already has (both named).
+    """
+    found: dict[str, Path] = {}
+    problems: list[str] = []
+    for root in policy_search_path(policies_dir):
+        root = root.expanduser().resolve()
+        if not root.is_dir():
+            problems.append(f"{root}: a folder on the policy search path is not a directory "
+                            f"(check ${POLICIES_PATH_ENV} and --policies-dir)")
+            continue
+        for folder in sorted(p.parent for p in root.glob("*/policy.py")):
+            if found.get(folder.name) == folder:
+                continue
+            if folder.name in found:
+                problems.append(f"{folder}: policy name {folder.name!r} is already taken by {found[folder.name]}; "
+                                f"rename one of the folders")
+                continue
+            found[folder.name] = folder
+    return found, problems
+
+
+def available_policies(policies_dir: Dirs = None) -> list[str]:
+    """Names of the policies on the search path (built-in folder, $KERNELGYM_POLICIES_PATH, `policies_dir`)."""
+    return sorted(discover_policies(policies_dir)[0])
 
 
 def _camel(name: str) -> str:
     return "".join(part.capitalize() for part in name.replace("_", "-").split("-"))
 
 
-def load_policy(name: str, root: Path = DEFAULT_POLICIES_ROOT, **overrides: Any) -> Policy:
-    """Build the built-in policy `name` from its config.yaml, with `overrides` applied.
+def load_policy(name: str, policies_dir: Dirs = None, **overrides: Any) -> Policy:
+    """Build the policy `name` from its folder's policy.py and config.yaml, with `overrides` applied.
+
+    Args:
+        name: the policy's folder name (``tuner``).
+        policies_dir: the user's policy folders, searched after the built-in one and $KERNELGYM_POLICIES_PATH.
+        overrides: config fields that win over config.yaml.
 
     Raises:
         UnknownPolicyError: no folder of that name; the message lists the policies there are.
-        PolicyConfigError: an override names no field of the policy's config.
+        PolicyConfigError: two folders share the name; policy.py does not import or lacks ``<Name>Config`` /
+            ``<Name>Policy``; config.yaml is not a mapping; or an override names no field of the config.
     """
-    folder = Path(root) / name
-    if not (folder / "policy.py").is_file():
-        names = available_policies(root)
-        close = difflib.get_close_matches(name, names, n=2)
+    folders, problems = discover_policies(policies_dir)
+    clash = [p for p in problems if f"policy name {name!r} is already taken" in p]
+    if clash:
+        raise PolicyConfigError(clash[0])
+    if name not in folders:
+        close = difflib.get_close_matches(name, folders, n=2)
         hint = f" Did you mean {' or '.join(map(repr, close))}?" if close else ""
-        raise UnknownPolicyError(f"Unknown policy {name!r}.{hint} Available: {', '.join(names)}")
+        raise UnknownPolicyError(f"Unknown policy {name!r}.{hint} Available: {', '.join(sorted(folders))}. "
+                                 f"Add your own with --policies-dir or ${POLICIES_PATH_ENV}.")
+    folder = folders[name]
     mod_name = f"kernelgym_policy_{name.replace('-', '_')}"
     spec = importlib.util.spec_from_file_location(mod_name, folder / "policy.py")
     module = importlib.util.module_from_spec(spec)
     sys.modules[mod_name] = module
-    spec.loader.exec_module(module)
-    config_cls, policy_cls = getattr(module, f"{_camel(name)}Config"), getattr(module, f"{_camel(name)}Policy")
-    values = yaml.safe_load((folder / "config.yaml").read_text()) or {} if (folder / "config.yaml").is_file() else {}
+    try:
+        spec.loader.exec_module(module)
+    except Exception as e:  # the user's policy.py: any error there is a setup error naming the file
+        del sys.modules[mod_name]
+        raise PolicyConfigError(f"{folder / 'policy.py'}: does not import: {type(e).__name__}: {e}") from e
+    names = f"{_camel(name)}Config", f"{_camel(name)}Policy"
+    missing = [n for n in names if not hasattr(module, n)]
+    if missing:
+        raise PolicyConfigError(f"{folder / 'policy.py'}: defines no {' or '.join(missing)}; a policy named "
+                                f"{name!r} needs classes {names[0]} (a dataclass) and {names[1]}")
+    config_cls, policy_cls = getattr(module, names[0]), getattr(module, names[1])
+    config_file = folder / "config.yaml"
+    try:
+        values = yaml.safe_load(config_file.read_text()) if config_file.is_file() else None
+    except yaml.YAMLError as e:
+        raise PolicyConfigError(f"{config_file}: not valid YAML: {e}") from None
+    values = {} if values is None else values
+    if not isinstance(values, dict):
+        raise PolicyConfigError(f"{config_file}: expected a mapping of config fields, found {type(values).__name__}")
     values.update(overrides)
     known = {f.name for f in dataclasses.fields(config_cls)}
     unknown = set(values) - known

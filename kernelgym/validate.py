@@ -1,0 +1,236 @@
+"""``kernelgym validate TASK_DIR``: checks a task folder before anyone trains on it.
+
+Each check is named and returns passed / failed / not run, with a message:
+
+1. ``task.yaml loads``: the spec validates and the files it names exist.
+2. ``name is unique``: no other task on the search path has the same name.
+3. ``hardware``: the hardware profile (detected, or asked for) can grade the task's language.
+4. ``reference is not trivial``: on every config this hardware grades, the reference runs, gives a finite tensor
+   that depends on the inputs, and neither all zeros nor a constant (the reference's mean) passes the task's
+   tolerance against it (constant or zero outputs clearing a loose tolerance is a known exploit).
+5. ``unseen configs``: the public generator yields valid configs for this hardware and the reference runs on each.
+6. ``baseline is correct``: the pristine task folder, graded as a submission (sandboxed), compiles and is correct
+   on every seen config.
+
+The grader, reference loader, comparison and unseen generator are called through the small wrappers below
+(`_load_reference`, `_compare`, `_generate_unseen`, `_grade_baseline`): their APIs are the one place to adapt.
+"""
+from __future__ import annotations
+
+import tempfile
+import traceback
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable
+
+from kernelgym.discovery import Dirs, discover_tasks_report, task_search_path
+from kernelgym.errors import KernelGymError
+from kernelgym.hardware import HardwareProfile, detect_profile
+from kernelgym.task import Task, load_task
+
+SEED = 0
+#: A second input seed: the reference must give a different output on it (an output ignoring the inputs is trivial).
+OTHER_SEED = 1
+
+
+@dataclass
+class Check:
+    """One validation check.
+
+    Attributes:
+        name: what is checked (``"task.yaml loads"``).
+        passed: True, False, or None when it did not run (an earlier check it needs failed).
+        message: what was found; for a failure, what is wrong and where.
+    """
+
+    name: str
+    passed: bool | None
+    message: str
+
+
+# -- wrappers over APIs that are being redesigned: adapt here ---------------------------------------------------
+def _load_reference(task: Task) -> tuple[Callable, Callable]:
+    """(reference, input_builder) of `task`, imported from its folder."""
+    from kernelgym.grader.reference import load_reference
+    return load_reference(task)
+
+
+def _compare(out: Any, ref: Any, config: dict, task: Task) -> tuple[bool, str]:
+    """(passed, message) of `out` against the reference output `ref` under the task's tolerance for `config`."""
+    from kernelgym.grader.compare import compare_outputs
+    ok, message, _ = compare_outputs(out, ref, config, task.spec.tolerance[config["dtype"]])
+    return ok, message
+
+
+def _generate_unseen(task: Task, interpreter: bool, validate: Callable[[dict], str | None]
+                     ) -> tuple[list[dict], list[str]]:
+    """(configs, log) from the public unseen-config generator, for this kind of hardware."""
+    from kernelgym.unseen.generator import generate_unseen_configs
+    return generate_unseen_configs(task, seed=SEED, interpreter=interpreter, validate=validate)
+
+
+def _config_violations(task: Task, config: dict) -> list[str]:
+    """The rules of the task's config space that `config` breaks (empty when valid)."""
+    from kernelgym.config_space import violations
+    return violations(task.spec.config_space, config)
+
+
+def _grade_baseline(task: Task, hardware: HardwareProfile, work_dir: Path, sandbox: str) -> tuple[bool, str]:
+    """Grade the pristine task folder as a submission (compile and correctness only): (correct, report)."""
+    from kernelgym.grader import Grader, GraderConfig
+    config = GraderConfig(sandbox=sandbox, warm_worker=False, measure=False)
+    grade = Grader(task, hardware, work_dir, config).grade(task.root, seed=SEED)
+    return grade.correct, grade.summary()
+
+
+# -- the checks --------------------------------------------------------------------------------------------------
+def _error(e: BaseException, task: Task) -> str:
+    """`e` as one line, with the innermost line of the task's own code that raised it."""
+    frames = [f for f in traceback.extract_tb(e.__traceback__) if Path(f.filename).resolve().is_relative_to(task.root)]
+    where = f" (at {Path(frames[-1].filename).name}:{frames[-1].lineno})" if frames else ""
+    return f"{type(e).__name__}: {e}{where}"
+
+
+def _run_reference(task: Task, config: dict, seed: int, device: str):
+    """The reference's output on `config`'s inputs for `seed`; raises ValueError unless it is a finite tensor."""
+    import torch
+    reference, builder = _load_reference(task)
+    out = reference(*builder(config, seed, device))
+    if not isinstance(out, torch.Tensor):
+        raise ValueError(f"the reference returned a {type(out).__name__}, not a tensor")
+    if out.numel() == 0:
+        raise ValueError(f"the reference returned an empty tensor of shape {tuple(out.shape)}")
+    if not bool(torch.isfinite(out).all()):
+        raise ValueError("the reference's output has NaN or Inf values")
+    return out.detach().cpu()
+
+
+def check_reference(task: Task, hardware: HardwareProfile) -> Check:
+    """The reference is not trivial on any config this hardware grades (see the module docstring)."""
+    import torch
+    name = "reference is not trivial"
+    configs = task.configs_for(hardware.interpreter)
+    device = "cpu" if hardware.interpreter else "cuda"
+    for config in configs:
+        try:
+            ref = _run_reference(task, config, SEED, device)
+            other = _run_reference(task, config, OTHER_SEED, device)
+        except Exception as e:  # noqa: BLE001 - the task's own code: any error is a finding, not a crash
+            return Check(name, False, f"{config}: {_error(e, task)}")
+        if other.shape == ref.shape and torch.equal(other, ref):
+            return Check(name, False, f"{config}: the reference gives the same output for inputs of seed {SEED} "
+                                      f"and seed {OTHER_SEED}; it must depend on its inputs")
+        # What a candidate must return: the config's dtype (the grader refuses any other), the reference's shape.
+        dtype = getattr(torch, str(config.get("dtype")), None)
+        dtype = dtype if isinstance(dtype, torch.dtype) else ref.dtype
+        mean = float(ref.float().mean())
+        for label, fake in (("all zeros", torch.zeros(ref.shape, dtype=dtype)),
+                            (f"a constant {mean:.4g} (the reference's mean)", torch.full(ref.shape, mean, dtype=dtype))):
+            passed, _ = _compare(fake, ref, config, task)
+            if passed:
+                return Check(name, False, f"{config}: an output of {label} passes the tolerance "
+                                          f"{task.spec.tolerance[config['dtype']]}; the reference's values are too "
+                                          f"small or too uniform for the tolerance (tighten it, or scale the inputs)")
+    return Check(name, True, f"{len(configs)} configs: the reference runs and depends on its inputs; all-zero and "
+                             f"constant outputs fail")
+
+
+def check_unseen(task: Task, hardware: HardwareProfile) -> Check:
+    """The unseen-config generator yields valid configs for this hardware, and the reference runs on each."""
+    name = "unseen configs"
+    device = "cpu" if hardware.interpreter else "cuda"
+
+    def runs(config: dict) -> str | None:
+        try:
+            _run_reference(task, config, SEED, device)
+        except Exception as e:  # noqa: BLE001 - the config is rejected and the generator draws another
+            return _error(e, task)
+        return None
+
+    try:
+        configs, log = _generate_unseen(task, hardware.interpreter, runs)
+    except Exception as e:  # noqa: BLE001 - TaskSpecError (no valid config at all) or the task's own code failing
+        return Check(name, False, f"the generator failed: {_error(e, task)}")
+    if not configs:
+        return Check(name, False, "the generator yielded no configs")
+    for config in configs:
+        broken = _config_violations(task, config)
+        if broken:
+            return Check(name, False, f"{config}: outside the config space: {'; '.join(broken)}")
+        reason = runs(config)
+        if reason:
+            return Check(name, False, f"{config}: the reference fails: {reason}")
+    categories = sorted({c.get("category", "?") for c in configs})
+    replaced = f"; {len(log)} draws replaced (see the generator log)" if log else ""
+    return Check(name, True, f"{len(configs)} valid configs ({', '.join(categories)}); the reference runs on "
+                             f"each{replaced}")
+
+
+def check_baseline(task: Task, hardware: HardwareProfile, sandbox: str) -> Check:
+    """The pristine baseline compiles and is correct on every seen config, graded as a submission."""
+    name = "baseline is correct"
+    with tempfile.TemporaryDirectory(prefix="kernelgym-validate-") as tmp:
+        try:
+            correct, report = _grade_baseline(task, hardware, Path(tmp), sandbox)
+        except KernelGymError as e:  # e.g. the sandbox cannot start here; the message says how to fix it
+            return Check(name, False, str(e))
+    n = len(task.configs_for(hardware.interpreter))
+    return Check(name, True, f"compiles and is correct on all {n} configs") if correct else Check(name, False, report)
+
+
+def check_unique_name(task: Task, tasks_dir: Dirs) -> Check:
+    """No other task on the search path (built-in, $KERNELGYM_TASKS_PATH, `tasks_dir`) has `task`'s name."""
+    tasks, problems = discover_tasks_report(task_search_path(tasks_dir))
+    # Both sides of a clash fail: the task that was found first, and the one refused for reusing its name.
+    others = [t.root for t in tasks.values() if t.name == task.name] + \
+        [p.path.parent for p in problems if p.kind == "duplicate" and p.name == task.name]
+    others = [o for o in others if o != task.root]
+    if others:
+        return Check("name is unique", False, f"task name {task.name!r} is also used by the task at {others[0]}; "
+                                              f"task names must be unique on the search path: change one `id`")
+    return Check("name is unique", True, f"{task.name} ({task.env_id})")
+
+
+def validate_task(task_dir: str | Path, hardware: str | HardwareProfile | None = None, sandbox: str = "bwrap",
+                  tasks_dir: Dirs = None, progress: Callable[[str], None] | None = None) -> list[Check]:
+    """Run every check on the task in `task_dir` (see the module docstring).
+
+    Args:
+        task_dir: the folder holding task.yaml.
+        hardware: a hardware profile or its id; None detects the running device (the CPU interpreter without a GPU).
+        sandbox: how the baseline is graded: "bwrap" (default) or "none".
+        tasks_dir: the user's task folders, for the name check (besides built-ins and $KERNELGYM_TASKS_PATH).
+        progress: called with a short line before each slow step.
+
+    Returns:
+        One `Check` per check, in order; a check that needs the task or the hardware is not run (passed None)
+        when that failed. Never raises for a problem of the task.
+    """
+    say = progress or (lambda _: None)
+    names = ("name is unique", "hardware", "reference is not trivial", "unseen configs", "baseline is correct")
+    say("loading task.yaml")
+    try:
+        task = load_task(task_dir)
+    except KernelGymError as e:
+        return [Check("task.yaml loads", False, str(e))] + [Check(n, None, "not run: task.yaml does not load")
+                                                            for n in names]
+    checks = [Check("task.yaml loads", True, f"{task.env_id}: {task.spec.kind}, editable {task.spec.editable_files}"),
+              check_unique_name(task, tasks_dir)]
+    try:
+        hw = hardware if isinstance(hardware, HardwareProfile) else detect_profile(hardware)
+    except KernelGymError as e:
+        return checks + [Check("hardware", False, str(e))] + [Check(n, None, "not run: no hardware profile")
+                                                               for n in names[2:]]
+    if not hw.supports(task.spec.language):
+        return checks + [Check("hardware", False, f"{hw.name} ({hw.vendor}) cannot run {task.spec.language} "
+                                                  f"tasks; validate on a device that can (--hardware)")] + \
+            [Check(n, None, f"not run: {task.spec.language} does not run on {hw.id}") for n in names[2:]]
+    checks.append(Check("hardware", True, f"{hw.name}" + (" (correctness only)" if hw.interpreter else "")))
+    n = len(task.configs_for(hw.interpreter))
+    say(f"running the reference on {n} configs")
+    checks.append(check_reference(task, hw))
+    say("generating unseen configs and running the reference on them")
+    checks.append(check_unseen(task, hw))
+    say(f"grading the baseline on {n} configs (compile and correctness; sandbox {sandbox})")
+    checks.append(check_baseline(task, hw, sandbox))
+    return checks
