@@ -20,7 +20,9 @@ from kernelgym.errors import TaskSpecError
 #: The built-in tasks, shipped inside the package.
 DEFAULT_TASKS_ROOT = Path(__file__).resolve().parent / "tasks"
 
-TaskKind = Literal["triton2triton", "hip2hip", "torch2hip", "torch2triton"]
+TaskKind = Literal["triton2triton", "hip2hip", "torch2hip", "torch2triton", "cuda2cuda", "torch2cuda"]
+#: Output dtypes compared exactly (or by a declared rule) rather than under a tolerance.
+EXACT_DTYPES = ("bool", "int8", "uint8", "int16", "int32", "int64")
 
 
 class Tolerance(BaseModel):
@@ -29,6 +31,37 @@ class Tolerance(BaseModel):
     model_config = ConfigDict(extra="forbid")
     atol: float = Field(ge=0)
     rtol: float = Field(ge=0)
+
+
+class OutputSpec(BaseModel):
+    """One output of the entry point.
+
+    Returned outputs come back from the entry point in the declared order (one tensor, or a tuple of them); an
+    output with `arg` set is written in place into that positional argument (e.g. a KV-cache write). The
+    reference returns every output, in the declared order, in place ones included.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+    name: str = Field(default="out", pattern=r"^[A-Za-z_]\w*$")
+    dtype: str = "config"
+    """The dtype the candidate's output must have: a torch dtype name (``float32``, ``int32``, ``bool``, ...), or
+    ``config`` for the config's ``dtype`` field."""
+    arg: int | None = Field(default=None, ge=0)
+    """Index of the positional argument written in place; None: returned."""
+    compare: Literal["tolerance", "exact", "set"] | None = None
+    """``tolerance``: elementwise |out - ref| <= atol + rtol * |ref| (the task's `tolerance` for the output's dtype);
+    ``exact``: equal values; ``set``: equal as sets along the last dimension (e.g. top-k indices where ties may
+    come in any order). Default: tolerance for floating-point dtypes, exact for integer and bool ones."""
+
+    def dtype_for(self, config: dict[str, Any]) -> str:
+        """The dtype name this output must have on `config`."""
+        return str(config.get("dtype")) if self.dtype == "config" else self.dtype
+
+    def rule_for(self, config: dict[str, Any]) -> str:
+        """How this output is compared on `config`: tolerance, exact or set."""
+        if self.compare is not None:
+            return self.compare
+        return "exact" if self.dtype_for(config) in EXACT_DTYPES else "tolerance"
 
 
 class Roofline(BaseModel):
@@ -46,22 +79,31 @@ class TaskSpec(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
     id: str = Field(pattern=r"^[a-z0-9][a-z0-9_-]*$")
-    language: Literal["triton", "hip", "cuda"]
+    language: str
+    """The backend that builds and loads the candidate: a module ``kernelgym/backends/<language>.py``."""
     kind: TaskKind
+    difficulty: Literal["easy", "medium", "hard"] | None = None
     description: str
     guidance: str = ""
     editable_files: list[str] = Field(min_length=1)
-    entry_point: str = Field(pattern=r"^[\w./-]+\.py:\w+$")
-    """``file.py:function`` the grader calls with the inputs."""
+    entry_point: str = Field(pattern=r"^[\w./-]+:\w+$")
+    """``file:function`` the grader calls with the inputs: a Python file (Triton) or the source the backend builds
+    (``kernel.cu:gelu`` for CUDA: a function its PYBIND11 module exports)."""
     target_functions: list[str] = Field(default_factory=list)
     reference: str = Field(pattern=r"^[\w./-]+\.py:\w+$")
     input_builder: str = Field(pattern=r"^[\w./-]+\.py:\w+$")
     """``file.py:function(config, seed, device) -> tuple`` of kernel arguments."""
+    outputs: list[OutputSpec] = Field(default_factory=lambda: [OutputSpec()], min_length=1)
+    """What the entry point produces (default: one returned tensor of the config's dtype)."""
+    reference_device: Literal["cpu", "cuda"] = "cpu"
+    """Where the reference runs: ``cuda`` runs it on the GPU, in a trusted process of its own (never the
+    candidate's); on a machine without a GPU it runs on the CPU."""
     seen_configs: list[dict[str, Any]] = Field(min_length=1)
     interpreter_configs: list[dict[str, Any]] = Field(min_length=1)
     """Tiny configs used instead of `seen_configs` on the CPU Triton interpreter."""
     config_space: ConfigSpace
-    tolerance: dict[str, Tolerance] = Field(min_length=1)
+    tolerance: dict[str, Tolerance] = Field(default_factory=dict)
+    """Per output dtype (``float16``, ...): the elementwise tolerance of outputs compared under one."""
     roofline: Roofline | None = None
     version: int = Field(default=0, ge=0)
 
@@ -78,11 +120,23 @@ class TaskSpec(BaseModel):
         entry_file = self.entry_point.split(":")[0]
         if entry_file not in self.editable_files:
             raise ValueError(f"entry_point file {entry_file!r} is not in editable_files {self.editable_files}")
+        from kernelgym.backends import available_languages  # here: backends import errors, not task
+        if self.language not in available_languages():
+            raise ValueError(f"language {self.language!r} has no backend; backends exist for "
+                             f"{', '.join(available_languages())}")
+        names = [o.name for o in self.outputs]
+        if len(set(names)) != len(names):
+            raise ValueError(f"outputs have duplicate names {names}")
         for cfg in self.seen_configs + self.interpreter_configs:
-            if cfg.get("dtype") not in self.tolerance:
-                raise ValueError(f"config {cfg} has dtype {cfg.get('dtype')!r} with no entry in tolerance "
-                                 f"(tolerance has {sorted(self.tolerance)})")
+            for o in self.outputs:
+                if o.rule_for(cfg) == "tolerance" and o.dtype_for(cfg) not in self.tolerance:
+                    raise ValueError(f"config {cfg}: output {o.name!r} has dtype {o.dtype_for(cfg)!r} with no entry "
+                                     f"in tolerance (tolerance has {sorted(self.tolerance)})")
         return self
+
+    def tolerance_for(self, output: OutputSpec, config: dict[str, Any]) -> Tolerance | None:
+        """The tolerance `output` is compared under on `config`, or None where it is compared exactly or as a set."""
+        return self.tolerance[output.dtype_for(config)] if output.rule_for(config) == "tolerance" else None
 
 
 class Task:

@@ -1,4 +1,5 @@
-"""Output comparison against the reference, under a task's per-dtype tolerance."""
+"""Output comparison against the reference: floating-point outputs under a task's per-dtype tolerance, integer
+and bool outputs exactly, or as sets along the last dimension where the task declares it (top-k indices with ties)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -18,16 +19,32 @@ class PreparedReference:
     values and, where some values are NaN/Inf, the mask of the `finite` ones (None where all are)."""
 
     values: torch.Tensor
-    bound: torch.Tensor
+    bound: torch.Tensor | None
     norm: float
     finite: torch.Tensor | None = None
+    rule: str = "tolerance"
+    """tolerance, exact or set (see `compare_output`); for exact and set, `values` keeps the reference's dtype (set:
+    sorted along the last dimension) and `bound` is None."""
 
     def numel(self) -> int:
         return self.values.numel()
 
 
-def prepare_reference(ref: torch.Tensor, tol) -> PreparedReference:
-    """`ref` (any float dtype, any shape) with its bound under the `Tolerance` `tol`; see `PreparedReference`."""
+def prepare_reference(ref: torch.Tensor, tol, rule: str = "tolerance") -> PreparedReference:
+    """`ref` (any shape) made ready for `rule`: for ``tolerance`` (any float dtype) its bound under the `Tolerance`
+    `tol`; for ``exact`` the values as they are; for ``set`` sorted along the last dimension. See
+    `PreparedReference`.
+
+    Raises:
+        ValueError: `rule` is none of tolerance, exact, set; or `ref` is not a tensor.
+    """
+    if not isinstance(ref, torch.Tensor):
+        raise ValueError(f"the reference returned a {type(ref).__name__}, not a tensor")
+    if rule in ("exact", "set"):
+        v = ref.detach().cpu()
+        return PreparedReference(v.sort(dim=-1).values if rule == "set" and v.dim() else v, None, 0.0, None, rule)
+    if rule != "tolerance":
+        raise ValueError(f"unknown comparison rule {rule!r}; expected tolerance, exact or set")
     r = ref.detach().float()
     bound, finite = r.abs().mul_(tol.rtol).add_(tol.atol), torch.isfinite(r)
     if bool(finite.all()):
@@ -36,35 +53,53 @@ def prepare_reference(ref: torch.Tensor, tol) -> PreparedReference:
 
 
 def compare_outputs(out: Any, ref: torch.Tensor | PreparedReference, config: dict, tol) -> tuple[bool, str, float | None]:
-    """See `_compare`; any error while comparing (an exotic tensor from the candidate) is a failed comparison.
-    `ref` may be prepared ahead (`prepare_reference` with the same `tol`), which halves the work done here."""
+    """`compare_output` of a single output whose dtype is the config's ``dtype``, under the tolerance `tol`."""
+    return compare_output(out, ref, str(config.get("dtype", "")), "tolerance", tol)
+
+
+def compare_output(out: Any, ref: torch.Tensor | PreparedReference, dtype: str, rule: str,
+                   tol=None) -> tuple[bool, str, float | None]:
+    """Check one candidate output against the reference.
+
+    Args:
+        out: what the candidate produced (loaded from its process; anything).
+        ref: the reference output, or prepared ahead (`prepare_reference` with the same `rule` and `tol`, which
+            halves the work done here).
+        dtype: the torch dtype name the output must have (``float16``, ``int32``, ...).
+        rule: ``tolerance`` (elementwise |out - ref| <= atol + rtol * |ref|, compared in fp32, plus a relative-L2
+            guard), ``exact`` (equal values), or ``set`` (equal after sorting along the last dimension).
+        tol: the task's `Tolerance` for `dtype` (``tolerance`` only).
+
+    Returns:
+        (ok, message, max_abs_err). NaN or Inf where the reference is finite never passes. Any error while
+        comparing (an exotic tensor from the candidate) is a failed comparison, never an exception.
+    """
     try:
-        return _compare(out, ref if isinstance(ref, PreparedReference) else prepare_reference(ref, tol), config, tol)
+        prepared = ref if isinstance(ref, PreparedReference) else prepare_reference(ref, tol, rule)
+        return _compare(out, prepared, dtype, tol)
     except Exception as e:  # noqa: BLE001
         return False, f"output could not be compared: {type(e).__name__}: {str(e)[:200]}", None
 
 
-def _compare(out: Any, ref: PreparedReference, config: dict, tol) -> tuple[bool, str, float | None]:
-    """Check a candidate output against the reference.
-
-    Args:
-        out: what the candidate returned (loaded from its process; anything).
-        ref: the reference output, prepared (compared in fp32).
-        config: the config; its ``dtype`` is the dtype the output must have.
-        tol: the task's `Tolerance` for that dtype: |out - ref| <= atol + rtol * |ref| elementwise.
-
-    Returns:
-        (ok, message, max_abs_err). NaN or Inf where the reference is finite never passes.
-    """
+def _compare(out: Any, ref: PreparedReference, dtype: str, tol) -> tuple[bool, str, float | None]:
     if not isinstance(out, torch.Tensor):
         return False, f"output is a {type(out).__name__}, not a tensor", None
     if out.layout != torch.strided or out.device.type != "cpu" or out.is_quantized or out.is_complex():
         return False, f"output must be a dense real tensor (got layout {out.layout}, device {out.device})", None
     if tuple(out.shape) != tuple(ref.values.shape):
         return False, f"output shape {tuple(out.shape)} != expected {tuple(ref.values.shape)}", None
-    want = getattr(torch, str(config.get("dtype", "")), None)
+    want = getattr(torch, dtype, None)
     if isinstance(want, torch.dtype) and out.dtype != want:
         return False, f"output dtype {out.dtype} != expected {want}", None
+    if ref.rule != "tolerance":
+        o = out.detach().sort(dim=-1).values if ref.rule == "set" and out.dim() else out.detach()
+        differ = o.to(ref.values.dtype) != ref.values
+        if bool(differ.any()):
+            idx = int(differ.flatten().nonzero()[0])
+            what = "as sets along the last dimension" if ref.rule == "set" else "exactly"
+            return (False, f"{int(differ.sum())}/{differ.numel()} elements differ ({what}); first at flat index {idx}: "
+                    f"got {o.flatten()[idx].item()}, expected {ref.values.flatten()[idx].item()}", None)
+        return True, "equal" + (" as sets" if ref.rule == "set" else ""), 0.0
     o, r = out.detach(), ref.values
     # Fast path, few passes over the data (a 4096 x 8192 output is 32M elements): the error and the elementwise
     # test `err <= bound`, which is False for NaN, so NaN and Inf outputs fail it too.
@@ -89,3 +124,16 @@ def _compare(out: Any, ref: PreparedReference, config: dict, tol) -> tuple[bool,
     if rel > MAX_REL_L2:
         return False, f"relative L2 error {rel:.3g} > {MAX_REL_L2}", max_err
     return True, f"max |err| {max_err:.3g}", max_err
+
+
+def trivial_output_passes(ref: PreparedReference, dtype: str, tol=None) -> str | None:
+    """Whether an all-zero or a constant output (the reference's mean, rounded to `dtype`) passes against `ref`:
+    then the task's tolerance or its reference cannot tell a kernel that computes nothing from one that works.
+    Returns a message saying which passes, or None where neither does."""
+    want = getattr(torch, dtype, torch.float32)
+    mean = ref.values.double().mean() if ref.values.numel() else torch.tensor(0.0)
+    for what, value in (("an all-zero output", 0.0), ("a constant output (the reference's mean)", float(mean))):
+        fake = torch.full(tuple(ref.values.shape), value, dtype=torch.float64).to(want)
+        if ref.values.numel() and _compare(fake, ref, dtype, tol)[0]:
+            return f"{what} passes the comparison (rule {ref.rule}): the reference is constant or the tolerance too loose"
+    return None

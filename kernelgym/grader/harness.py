@@ -3,8 +3,11 @@
     python harness.py request.json      # serve one request, then exit
     python harness.py --serve           # warm worker: one forked child per request (see `serve`)
 
-The request (JSON) names the kernel's entry point and the input builder (``file.py:function``, relative
-to the grading directory), the configs, a seed, the device, and what to do:
+The request (JSON, `protocol.Request`: the file ``protocol.py`` beside this one holds everything both sides agree
+on) names the task's language (its backend, ``kernelgym/backends/<language>.py``, builds and loads the candidate and
+counts its kernels' launches), the kernel's entry point and the input builder (``file:function``, relative to the
+grading directory), the configs, a seed, the device, the outputs (returned, or written in place into an argument),
+and what to do:
 
 - ``check``: import the entry module, call it once per config on fresh seeded inputs, and save the
   outputs (moved to the CPU) to ``outputs.pt``. The trusted parent compares them with the reference:
@@ -57,56 +60,39 @@ except (ImportError, AttributeError):
     pass
 
 
-IMPORTED_MARKER = "[harness] candidate imported"
-PREPARED_MARKER = "[harness] prepared"
-FINISHED = b"finished"
+_HERE = os.path.dirname(os.path.abspath(__file__))
 
 
-def load(ref, directory, name):
-    """Import ``file.py:function`` from `directory` under module name `name`; return the function."""
-    file, func = ref.split(":")
-    spec = importlib.util.spec_from_file_location(name, os.path.join(directory, file))
+def _load_file(path, name):
+    """Import the Python file at `path` as module `name` (the protocol and the backends: kernelgym is not imported
+    in the sandbox)."""
+    spec = importlib.util.spec_from_file_location(name, path)
     module = importlib.util.module_from_spec(spec)
     sys.modules[name] = module
     spec.loader.exec_module(module)
-    return getattr(module, func)
+    return module
 
 
-def is_compile_error(exc):
-    """Triton raises CompilationError subclasses when a @triton.jit function does not compile."""
-    return any("CompilationError" in cls.__name__ for cls in type(exc).__mro__)
+protocol = _load_file(os.path.join(_HERE, "protocol.py"), "kernelgym_protocol")
+IMPORTED_MARKER, PREPARED_MARKER, FINISHED = protocol.IMPORTED_MARKER, protocol.PREPARED_MARKER, protocol.FINISHED
+load = protocol.load_function
+
+
+def load_backend(language):
+    """The backend module of `language` (``kernelgym/backends/<language>.py``, bound read-only in the sandbox)."""
+    return _load_file(os.path.join(os.path.dirname(_HERE), "backends", f"{language}.py"), f"kernelgym_backend_{language}")
+
+
+def load_entry(req, backend, directory, module_name, build_directory):
+    """The callable of `req.entry_point` from `directory`: the backend's loader where it has one, else the import of
+    ``file.py:function``."""
+    if hasattr(backend, "load_entry"):
+        return backend.load_entry(req.entry_point, directory, module_name, build_directory)
+    return load(req.entry_point, directory, module_name)
 
 
 def tb(limit=20):
     return "".join(traceback.format_exc(limit=limit))[-6000:]
-
-
-_launches = {"n": 0}
-
-
-def install_launch_counter(directory):
-    """Count launches of @triton.jit functions defined in files under `directory` (the candidate's), by wrapping
-    JITFunction.run and the interpreter's InterpretedFunction.run. Returns False where neither can be wrapped
-    (then nothing is required of the candidate)."""
-    classes = []
-    try:
-        from triton.runtime.jit import JITFunction
-        classes.append(JITFunction)
-    except ImportError:
-        pass
-    try:
-        from triton.runtime.interpreter import InterpretedFunction
-        classes.append(InterpretedFunction)
-    except ImportError:
-        pass
-    for cls in classes:
-        def run(self, *args, _orig=cls.run, **kwargs):
-            code = getattr(getattr(self, "fn", None), "__code__", None)
-            if not kwargs.get("warmup") and code is not None and code.co_filename.startswith(directory):
-                _launches["n"] += 1
-            return _orig(self, *args, **kwargs)
-        cls.run = run
-    return bool(classes)
 
 
 class NotPlain(TypeError):
@@ -130,35 +116,63 @@ def _plain(out):
                        "could be computed when copied out rather than by the kernel")
 
 
-def check(req, fn, inputs):
-    """Run `fn` once per config on its prepared inputs (an error string where building them failed); save the
-    outputs. Returns the result dict.
+def collect(ret, args, slots):
+    """The outputs of one call, in the task's declared order: the returned ones from `ret` (one tensor where one is
+    returned, else a tuple or list of exactly that many), the in-place ones from their arguments in `args`. Each
+    must be a plain tensor (`_plain`).
 
-    For Triton tasks a config also fails when no Triton kernel from the candidate's files was launched: the
-    work was done some other way (a PyTorch fallback). A candidate that launches a token kernel and computes
-    with PyTorch still passes this check; it blocks the plain fallback only."""
+    Raises:
+        NotPlain: an output is not a plain tensor, or a torch mode is active.
+        TypeError: the call returned the wrong number of outputs."""
+    returned = [s for s in slots if s.arg is None]
+    if len(returned) == 1:
+        values = [ret]
+    elif len(returned) == 0:
+        values = []
+    elif isinstance(ret, (tuple, list)) and len(ret) == len(returned):
+        values = list(ret)
+    else:
+        raise TypeError(f"the entry point must return a tuple of {len(returned)} tensors "
+                        f"({', '.join(s.name for s in returned)}), got {type(ret).__name__}"
+                        + (f" of {len(ret)}" if isinstance(ret, (tuple, list)) else ""))
+    it = iter(values)
+    outs = tuple(next(it) if s.arg is None else args[s.arg] for s in slots)
+    for out in outs:
+        _plain(out)
+    return outs
+
+
+def check(req, fn, inputs, backend):
+    """Run `fn` once per config on its prepared inputs (an error string where building them failed); save the
+    outputs (``outputs.pt``, keys `protocol.output_key`). Returns the result dict.
+
+    Where the backend counts launches, a config also fails when no kernel from the candidate's own files was
+    launched: the work was done some other way (a PyTorch fallback). A candidate that launches a token kernel
+    and computes with PyTorch still passes this check; it blocks the plain fallback only."""
     outputs, configs = {}, []
-    counting = req.get("require_triton_launch") and install_launch_counter(req["directory"])
-    for i, (cfg, args) in enumerate(zip(req["configs"], inputs)):
+    counter = backend.LaunchCounter(req.directory) if req.require_own_launch and hasattr(backend, "LaunchCounter") else None
+    counting = counter is not None and counter.installed
+    for i, (cfg, args) in enumerate(zip(req.configs, inputs)):
         entry = {"config": cfg, "ok": True, "error": None}
         try:
             if isinstance(args, str):
                 raise RuntimeError("the task's input builder failed: " + args)
-            _launches["n"] = 0
-            out = fn(*args)
-            if counting and _launches["n"] == 0:
-                raise RuntimeError("no Triton kernel from the candidate's files was launched: the output was "
-                                   "computed some other way (a PyTorch fallback?)")
-            if req["device"] != "cpu":
+            if counting:
+                counter.reset()
+            ret = fn(*args)
+            if counting and counter.count == 0:
+                raise RuntimeError(f"no {backend.LANGUAGE} kernel from the candidate's files was launched: the output "
+                                   "was computed some other way (a PyTorch fallback?)")
+            if req.device != "cpu":
                 _synchronize()
-            _plain(out)
-            outputs[str(i)] = out.detach().to("cpu", copy=True)
+            for slot, out in zip(req.outputs, collect(ret, args, req.outputs)):
+                outputs[protocol.output_key(i, slot.name)] = out.detach().to("cpu", copy=True)
         except Exception as exc:  # noqa: BLE001 - a failing kernel is data
-            if is_compile_error(exc):
+            if backend.is_compile_error(exc):
                 return {"stage": "compile", "ok": False, "error": tb(), "configs": configs}
             entry.update(ok=False, error=tb(8))
         configs.append(entry)
-    _save(outputs, req["outputs"])
+    _save(outputs, req.outputs_path)
     return {"stage": "check", "ok": True, "error": None, "configs": configs}
 
 
@@ -209,11 +223,10 @@ class Timed:
     H200, which outer events count), leaving the kernels' device time. All work captured on other streams
     must join the capture stream before capture ends, so it lies inside the window."""
 
-    def __init__(self, fn, static_args, warmup, pool=None):
-        self.fn, self.args = fn, static_args
+    def __init__(self, fn, static_args, warmup, slots, pool=None):
+        self.fn, self.args, self.slots = fn, static_args, slots
         for _ in range(warmup):  # compilation, JIT and autotuning happen here, before any timing
-            self.out = fn(*static_args)
-            _plain(self.out)
+            self.out = collect(fn(*static_args), static_args, slots)
         _synchronize()
         self.out = None
         self.graph, self.inner, self.mode, self.out_address = None, False, "events+sync", None
@@ -248,7 +261,7 @@ class Timed:
             try:
                 if inner:
                     _record(self.start)
-                self.out = self.fn(*self.args)
+                ret = self.fn(*self.args)
                 if inner:
                     _record(self.end)
             finally:
@@ -259,15 +272,19 @@ class Timed:
         _synchronize()
         if inner and not _elapsed(self.start, self.end) > 0:
             raise RuntimeError("events in the graph did not time it")
-        _plain(self.out)  # also here: the call captured may return what the warm-up calls did not
+        self.out = collect(ret, self.args, self.slots)  # also here: the call captured may return what warm-up did not
         self.graph, self.inner = graph, inner
-        self.out_address = self.out.data_ptr()
+        returned = [o for o, s in zip(self.out, self.slots) if s.arg is None]
+        self.out_address = returned[0].data_ptr() if returned else None
 
     def poison(self):
-        """Fill a graph's output block with NaN (floating-point outputs; its type was checked at capture): a run
-        that writes nothing then leaves NaN. Eager calls return a new tensor each time: nothing to poison."""
-        if self.graph is not None and self.out.is_floating_point():
-            _fill(self.out, float("nan"))
+        """Fill a graph's returned output blocks with NaN (floating-point outputs; their type was checked at capture):
+        a run that writes nothing then leaves NaN. In-place outputs are arguments, refreshed before each run. Eager
+        calls return new tensors each time: nothing to poison."""
+        if self.graph is not None:
+            for out, slot in zip(self.out, self.slots):
+                if slot.arg is None and out.is_floating_point():
+                    _fill(out, float("nan"))
 
     def refresh(self, values):
         for dst, src in zip(_tensors(self.args), _tensors(values)):
@@ -277,10 +294,10 @@ class Timed:
         if self.graph is not None:
             _replay(self.graph)
         else:
-            self.out = self.fn(*self.args)
+            self.out = collect(self.fn(*self.args), self.args, self.slots)
 
 
-def time_pair(base, cand, pool, flush, reps, rounds, reset_l2, expected=None, tolerance=None):
+def time_pair(base, cand, pool, flush, reps, rounds, reset_l2, expected=None, tolerances=None):
     """Interleave baseline and candidate in `rounds` rounds (order alternating), reps/rounds timed runs each, one
     run at a time, with Python's garbage collector off (as timeit does: a collection between the flush and the
     launch left the GPU idle before some runs and slowed them, 2026-11-29 run 18).
@@ -290,7 +307,8 @@ def time_pair(base, cand, pool, flush, reps, rounds, reset_l2, expected=None, to
     reads a warm L2. Every run is timed by events around the call (`outer`) and, where both graphs hold them, by
     the events inside (`inner`, without the graph's launch latency). In every block of runs one run, drawn at
     random when the block starts, has its output checked, outside the window, against `expected[k]`, the
-    baseline's output for the input set `k` it was given, within `tolerance` (atol, rtol): a kernel that computes
+    baseline's outputs for the input set `k` it was given, within `tolerances` (per output: (atol, rtol), or None for
+    equal values): a kernel that computes
     only while checked (it recognizes the verification inputs, or counts its calls) fails. Both kernels are
     checked the same way, so the work around their runs stays the same.
 
@@ -344,7 +362,7 @@ def time_pair(base, cand, pool, flush, reps, rounds, reset_l2, expected=None, to
                         # its output elsewhere; then the same check runs on that block, for the same work, unread.
                         out = t.out if t.out is not None or cand.graph is None else cand.out
                         if out is not None:
-                            found = _wrong_output(out, expected[used], tolerance, who, len(times[who]), used)
+                            found = _wrong_output(out, expected[used], tolerances, who, len(times[who]), used)
                             shared = t is cand or t.out is not None or cand.out_address == base.out_address
                             wrong = found if shared else None
     finally:
@@ -353,20 +371,29 @@ def time_pair(base, cand, pool, flush, reps, rounds, reset_l2, expected=None, to
     return times, ("events in the graphs" if inner else "events around each call"), wrong
 
 
-def _wrong_output(out, exp, tolerance, who, run, used):
-    """None where `out` matches `exp` (same shape and dtype, elementwise within `tolerance`, NaN only where `exp`
-    has NaN); else a message naming `who`'s timed run `run` and input set `used`."""
-    atol, rtol = tolerance
-    try:
-        _plain(out)
-    except NotPlain as e:
-        return f"{who}'s timed run {run} (input set {used}): {e}"
-    if out.shape != exp.shape or out.dtype != exp.dtype:
-        return f"{who}'s timed run {run} (input set {used}) returned {type(out).__name__} {getattr(out, 'shape', '')}"
-    if bool(_all(_isclose(out, exp, rtol=rtol, atol=atol, equal_nan=True))):
-        return None
-    return (f"{who}'s timed run {run} (input set {used}): the output differs from the baseline's for the same inputs "
-            f"beyond atol={atol:g}, rtol={rtol:g} (a kernel must compute the same in every timed run as when checked)")
+def _wrong_output(outs, exps, tolerances, who, run, used):
+    """None where every output in `outs` matches its `exps` (same shape and dtype; within its tolerance (atol, rtol),
+    NaN only where the expected value has NaN; or equal where its tolerance is None); else a message naming `who`'s
+    timed run `run` and input set `used`."""
+    for out, exp, tolerance in zip(outs, exps, tolerances):
+        try:
+            _plain(out)
+        except NotPlain as e:
+            return f"{who}'s timed run {run} (input set {used}): {e}"
+        if out.shape != exp.shape or out.dtype != exp.dtype:
+            return f"{who}'s timed run {run} (input set {used}) returned {type(out).__name__} {getattr(out, 'shape', '')}"
+        if tolerance is None:
+            if bool(_all(out == exp)):
+                continue
+            what = "exactly"
+        else:
+            atol, rtol = tolerance
+            if bool(_all(_isclose(out, exp, rtol=rtol, atol=atol, equal_nan=True))):
+                continue
+            what = f"beyond atol={atol:g}, rtol={rtol:g}"
+        return (f"{who}'s timed run {run} (input set {used}): the output differs from the baseline's for the same "
+                f"inputs {what} (a kernel must compute the same in every timed run as when checked)")
+    return None
 
 
 class Prepared:
@@ -374,28 +401,31 @@ class Prepared:
     and for timing the flush buffer, the persisting-L2 reset and per config (config, input pool, static
     arguments, graph memory pool, the baseline's `Timed` or the error that stopped it)."""
 
-    def __init__(self, builder, check_inputs, timing=None, flush=None, reset_l2=None):
-        self.builder, self.check_inputs, self.timing = builder, check_inputs, timing
+    def __init__(self, backend, builder, check_inputs, timing=None, flush=None, reset_l2=None):
+        self.backend, self.builder, self.check_inputs, self.timing = backend, builder, check_inputs, timing
         self.flush, self.reset_l2 = flush, reset_l2
 
 
 def prepare(req):
-    """Everything that runs no candidate code: CUDA start, the check inputs (seed + i, as the parent builds
-    them), and where the request times, the baseline's compilation, input pools and graphs. Returns `Prepared`."""
+    """Everything that runs no candidate code: CUDA start, the check inputs (`protocol.check_seed`, as the parent
+    builds them), and where the request times, the baseline's build, compilation, input pools and graphs. Returns
+    `Prepared`."""
+    backend = load_backend(req.language)
     # From the pristine copy (read-only in the sandbox), never from the grading directory the candidate can write.
-    builder = load(req["input_builder"], req.get("builder_directory") or req["directory"], "kernelgym_inputs")
-    n = 1 if req["mode"] == "compile" else len(req["configs"])
+    builder = load(req.input_builder, req.builder_directory, "kernelgym_inputs")
+    n = 1 if req.mode == "compile" else len(req.configs)
     check_inputs = []
-    for i, cfg in enumerate(req["configs"][:n]):
+    for i, cfg in enumerate(req.configs[:n]):
         try:
-            check_inputs.append(builder(cfg, req["seed"] + i, req["device"]))
+            check_inputs.append(builder(cfg, protocol.check_seed(req.seed, i), req.device))
         except Exception:  # noqa: BLE001 - reported per config
             check_inputs.append(tb(8))
-    if req["device"] != "cpu":
+    if req.device != "cpu":
         _synchronize()
-    state = Prepared(builder, check_inputs)
-    if req["mode"] in ("time", "grade") and req.get("baseline_directory"):
-        prepare_baseline(req, state, load(req["entry_point"], req["baseline_directory"], "kernelgym_baseline"))
+    state = Prepared(backend, builder, check_inputs)
+    if req.mode == "grade" and req.baseline_directory:
+        base_fn = load_entry(req, backend, req.baseline_directory, "kernelgym_baseline", req.baseline_build_directory)
+        prepare_baseline(req, state, base_fn)
     return state
 
 
@@ -403,20 +433,24 @@ def prepare_baseline(req, state, base_fn):
     """Input pools, shared static arguments and the baseline's prepared timing (graph) for every config, plus
     the flush buffer. Baseline graphs are captured before the candidate module is imported, so code the
     candidate runs at import cannot reach the baseline's launches."""
-    state.flush = torch.ones(req["flush_bytes"] // 4, dtype=torch.float32, device="cuda") if req.get("flush_bytes") else None
+    state.flush = torch.ones(req.flush_bytes // 4, dtype=torch.float32, device="cuda") if req.flush_bytes else None
     state.reset_l2 = _persisting_l2_reset()
     state.timing = []
-    gen = torch.Generator(device="cuda").manual_seed(req["seed"])
-    for i, cfg in enumerate(req["configs"]):
+    gen = torch.Generator(device="cuda").manual_seed(req.seed)
+    for i, cfg in enumerate(req.configs):
         # pool[0]: the verification inputs (seed + 1000 + i, built as the parent builds them); the other sets are
         # fresh values derived on the GPU (cheap), so consecutive timed runs never see the same contents.
         try:
-            verify = state.builder(cfg, req["seed"] + 1000 + i, "cuda")
-            pool = [verify] + [tuple(_perturb(a, gen) for a in verify) for _ in range(req.get("input_sets", 4) - 1)]
-            # What every timed run of the candidate must match: the baseline's output on each input set.
-            expected = [base_fn(*args).detach().clone() for args in pool]
+            verify = state.builder(cfg, protocol.verify_seed(req.seed, i), "cuda")
+            pool = [verify] + [tuple(_perturb(a, gen) for a in verify) for _ in range(req.input_sets - 1)]
+            # What every timed run of the candidate must match: the baseline's outputs on each input set (computed on
+            # copies: an in-place output must not change the pool's inputs).
+            expected = []
+            for args in pool:
+                copies = tuple(_clone(a) for a in args)
+                expected.append(tuple(o.detach().clone() for o in collect(base_fn(*copies), copies, req.outputs)))
             static, graph_pool = tuple(_clone(a) for a in verify), torch.cuda.graph_pool_handle()
-            base = Timed(base_fn, static, req["warmup"], graph_pool)
+            base = Timed(base_fn, static, req.warmup, req.outputs, graph_pool)
             base.out = None  # releases the output block for the candidate's graph (same pool, same address)
             state.timing.append((cfg, pool, static, graph_pool, base, expected))
         except Exception:  # noqa: BLE001
@@ -437,7 +471,7 @@ def _perturb(a, gen):
 
 def run_timing(req, state, cand_fn):
     """Time the candidate against the prepared baseline on every config, in task order; save its timed-path output
-    per config (``timed_outputs[i]``) as soon as that config is done. (Largest first, which let the parent compare
+    per config (`protocol.timed_output_name`) as soon as that config is done. (Largest first, which let the parent compare
     the big outputs sooner, made the small configs, timed last, read 3.5% slow for a copy of the baseline on the
     H200, against about 1% in task order: benchmarks/results, 2026-11-29.)"""
     results = []
@@ -449,13 +483,13 @@ def run_timing(req, state, cand_fn):
             results.append(entry)
             continue
         try:
-            cand = Timed(cand_fn, static, req["warmup"], graph_pool)
+            cand = Timed(cand_fn, static, req.warmup, req.outputs, graph_pool)
             t = _phase(f"time[{i}].setup", t)
             # Within twice the task's tolerance: baseline and candidate may each be off the reference by it.
-            tol = req.get("tolerances", [None] * (i + 1))[i]
-            times, how, wrong = time_pair(base, cand, pool, state.flush, req["reps"], req.get("rounds", 10),
-                                          state.reset_l2, expected if tol else None,
-                                          tol and (2 * tol["atol"], 2 * tol["rtol"]))
+            tols = req.tolerances[i] if i < len(req.tolerances) else None
+            tolerances = tols and [None if tol is None else (2 * tol["atol"], 2 * tol["rtol"]) for tol in tols]
+            times, how, wrong = time_pair(base, cand, pool, state.flush, req.reps, req.rounds,
+                                          state.reset_l2, expected if tols else None, tolerances)
             t = _phase(f"time[{i}].runs", t)
             if wrong and wrong.startswith("candidate"):
                 entry.update(wrong_output=wrong, error=wrong)
@@ -469,8 +503,11 @@ def run_timing(req, state, cand_fn):
             cand.poison()
             cand.call()
             _synchronize()
-            _plain(cand.out)
-            _save({str(i): cand.out.detach().to("cpu", copy=True)}, req["timed_outputs"][i])
+            outs = cand.out
+            for out in outs:
+                _plain(out)
+            _save({protocol.output_key(i, slot.name): out.detach().to("cpu", copy=True)
+                   for slot, out in zip(req.outputs, outs)}, req.timed_output_path(i))
             _phase(f"time[{i}].verify", t)
             # For diagnosing timing differences between the two (benchmarks/results/README.md, (a)): where each
             # graph's output lives; both should be the same block of the shared pool.
@@ -503,26 +540,25 @@ def _phase(name, since):
 
 
 def finish(req, state):
-    """Import the candidate and run the request's stages on the prepared state (see the module docstring).
-    Modes: ``check`` (outputs on every config), ``compile`` (import and one config), ``time`` (timing only),
+    """Import (and where the backend builds, load) the candidate and run the request's stages on the prepared state
+    (see the module docstring). Modes: ``check`` (outputs on every config), ``compile`` (import and one config),
     ``grade`` (check, then timing when a baseline is given)."""
     t = time.monotonic()
     try:
-        sys.path.insert(0, req["directory"])  # the candidate may import its own helper files
-        fn = load(req["entry_point"], req["directory"], "kernelgym_candidate")
+        sys.path.insert(0, req.directory)  # the candidate may import its own helper files
+        fn = load_entry(req, state.backend, req.directory, "kernelgym_candidate", req.build_directory)
         print(IMPORTED_MARKER, flush=True)
     except Exception:  # noqa: BLE001 - import failure of the candidate = compile gate failure
-        _write(req["result"], {"stage": "compile", "ok": False, "error": tb(), "configs": []})
+        _write(req.result, {"stage": "compile", "ok": False, "error": tb(), "configs": []})
         return
     t = _phase("import", t)
-    if req["mode"] in ("check", "compile", "grade"):
-        res = check(req, fn, state.check_inputs)
-        _write(req["result"], res)
-        t = _phase("check", t)
-        if res["stage"] == "compile" or not all(c["ok"] for c in res["configs"]):
-            return  # no timing for a kernel that already failed
+    res = check(req, fn, state.check_inputs, state.backend)
+    _write(req.result, res)
+    t = _phase("check", t)
+    if res["stage"] == "compile" or not all(c["ok"] for c in res["configs"]):
+        return  # no timing for a kernel that already failed
     if state.timing is not None:
-        _write(req["time_result"], run_timing(req, state, fn))
+        _write(req.time_result, run_timing(req, state, fn))
         _phase("time", t)
 
 
@@ -530,7 +566,7 @@ def main(path, go_fd=None, ready_fd=None):
     """Serve the request at `path`: `prepare`, then (after saying so on `ready_fd` and reading a line on `go_fd`,
     when given) `finish`."""
     with open(path) as f:
-        req = json.load(f)
+        req = protocol.Request.from_json(json.load(f))
     t = time.monotonic()
     state = prepare(req)
     _phase("prepare", t)

@@ -1,29 +1,167 @@
-"""Loads a task's reference and input builder from its pristine directory, in the trusted process."""
+"""The task's reference outputs, computed by trusted code only: in this process on the CPU, or, for a task whose
+reference needs the GPU (``reference_device: cuda``), in a trusted process of its own that never runs candidate code.
+
+    python -m kernelgym.grader.reference TASK_DIR JOBS.json OUT.pt    # the GPU reference process
+"""
 from __future__ import annotations
 
-import importlib.util
+import json
+import subprocess
 import sys
-from typing import Callable
+import threading
+from pathlib import Path
+from typing import Any, Callable
 
-from kernelgym.task import Task
+from kernelgym.errors import TaskSpecError
+from kernelgym.grader.compare import PreparedReference, prepare_reference, trivial_output_passes
+from kernelgym.grader.protocol import load_function, output_key
+from kernelgym.task import Task, load_task
 
 _cache: dict[str, tuple[Callable, Callable]] = {}
-
-
-def _load(task: Task, ref: str) -> Callable:
-    file, func = ref.split(":")
-    name = f"kernelgym_task_{task.spec.language}_{task.spec.id}_{file.removesuffix('.py').replace('/', '_')}"
-    if name not in sys.modules:
-        spec = importlib.util.spec_from_file_location(name, task.root / file)
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[name] = module
-        spec.loader.exec_module(module)
-    return getattr(sys.modules[name], func)
 
 
 def load_reference(task: Task) -> tuple[Callable, Callable]:
     """(reference, input_builder) functions of `task`, imported from the task directory (never a workspace)."""
     key = str(task.root)
     if key not in _cache:
-        _cache[key] = (_load(task, task.spec.reference), _load(task, task.spec.input_builder))
+        prefix = f"kernelgym_task_{task.spec.language}_{task.spec.id}_"
+        _cache[key] = tuple(load_function(ref, str(task.root), prefix + ref.split(":")[0].removesuffix(".py")
+                                          .replace("/", "_")) for ref in (task.spec.reference, task.spec.input_builder))
     return _cache[key]
+
+
+def reference_outputs(task: Task, config: dict, seed: int, device: str = "cpu") -> tuple:
+    """The reference's outputs on `config`'s inputs of `seed`, as a tuple in the task's declared output order.
+
+    Raises:
+        TaskSpecError: the reference returned the wrong number of outputs.
+    """
+    reference, builder = load_reference(task)
+    ref = reference(*builder(config, seed, device))
+    refs = tuple(ref) if isinstance(ref, (tuple, list)) else (ref,)
+    if len(refs) != len(task.spec.outputs):
+        raise TaskSpecError(f"{task.root}/task.yaml: the reference returned {len(refs)} outputs; `outputs` declares "
+                            f"{len(task.spec.outputs)} ({', '.join(o.name for o in task.spec.outputs)})")
+    return refs
+
+
+def prepare_outputs(task: Task, config: dict, refs: tuple) -> tuple[PreparedReference, ...]:
+    """Each reference output prepared for its comparison rule and tolerance on `config`."""
+    return tuple(prepare_reference(r.cpu(), task.spec.tolerance_for(o, config), o.rule_for(config))
+                 for o, r in zip(task.spec.outputs, refs))
+
+
+def trivial_passes(task: Task, config: dict, prepared: tuple[PreparedReference, ...]) -> list[str]:
+    """For each output where an all-zero or constant output would pass on `config`, a message naming it."""
+    problems = []
+    for o, p in zip(task.spec.outputs, prepared):
+        msg = trivial_output_passes(p, o.dtype_for(config), task.spec.tolerance_for(o, config))
+        if msg:
+            problems.append(f"{task.root}/task.yaml: config {config}, output {o.name!r}: {msg}")
+    return problems
+
+
+class References:
+    """The prepared reference outputs of one grading, computed in the background (torch releases the GIL) while the
+    candidate runs.
+
+    Args:
+        task: the task. jobs: (config, seed) pairs to compute. gpu: a GPU is present; with the task's
+            ``reference_device: cuda`` the reference then runs on it in a trusted subprocess.
+        check_trivial: configs on which an all-zero or constant output passing is a task error (the task's seen
+            configs); `get` raises TaskSpecError for them.
+    """
+
+    def __init__(self, task: Task, jobs: list[tuple[dict, int]], gpu: bool = False,
+                 check_trivial: list[dict] | None = None, work_dir: Path | None = None):
+        self.task, self.jobs, self._refs = task, jobs, {}
+        self.problems: list[str] = []
+        self._error: BaseException | None = None
+        trivial_keys = {_key(c, 0)[0] for c in (check_trivial or [])}
+        subprocess_gpu = gpu and task.spec.reference_device == "cuda"
+
+        def work():
+            try:
+                if subprocess_gpu:
+                    computed = run_reference_process(task, jobs, Path(work_dir or "."))
+                else:
+                    computed = [reference_outputs(task, cfg, s) for cfg, s in jobs]
+                for (cfg, s), refs in zip(jobs, computed):
+                    prepared = prepare_outputs(task, cfg, refs)
+                    if _key(cfg, s)[0] in trivial_keys:
+                        self.problems += trivial_passes(task, cfg, prepared)
+                    self._refs[_key(cfg, s)] = prepared
+            except BaseException as e:  # noqa: BLE001 - re-raised in the caller's thread by get()
+                self._error = e
+        self._thread = threading.Thread(target=work, daemon=True)
+        self._thread.start()
+
+    def wait(self) -> None:
+        """Wait until every job is computed.
+
+        Raises:
+            TaskSpecError: the reference failed, or a trivial output passes on a checked config.
+        """
+        self._thread.join()
+        if self._error is not None:
+            if isinstance(self._error, TaskSpecError):
+                raise self._error
+            raise TaskSpecError(f"{self.task.root}: the task's reference failed: {type(self._error).__name__}: "
+                                f"{self._error}") from self._error
+        if self.problems:
+            raise TaskSpecError("a task's tolerance must tell a kernel that computes nothing from one that works:\n"
+                                + "\n".join(self.problems))
+
+    def get(self, config: dict, seed: int) -> tuple[PreparedReference, ...]:
+        """The prepared outputs of `config` on `seed` (computed now, on the CPU, if not among the jobs)."""
+        self.wait()
+        key = _key(config, seed)
+        if key not in self._refs:
+            self._refs[key] = prepare_outputs(self.task, config, reference_outputs(self.task, config, seed))
+        return self._refs[key]
+
+    def elements(self) -> int:
+        """Elements of every reference output computed so far (the cap on what the candidate's outputs may unpack to)."""
+        self.wait()
+        return sum(p.numel() for refs in self._refs.values() for p in refs)
+
+
+def _key(config: dict, seed: int) -> tuple[str, int]:
+    return json.dumps(config, sort_keys=True), seed
+
+
+def run_reference_process(task: Task, jobs: list[tuple[dict, int]], work_dir: Path, timeout_s: float = 900.0) -> list:
+    """The reference outputs of `jobs`, computed on the GPU by a trusted subprocess (this module's ``__main__``); the
+    candidate never runs there. Returns one tuple of CPU tensors per job.
+
+    Raises:
+        TaskSpecError: the process failed; the message holds its output.
+    """
+    import torch
+
+    work_dir.mkdir(parents=True, exist_ok=True)
+    jobs_path, out_path = work_dir / "reference-jobs.json", work_dir / "reference-outputs.pt"
+    jobs_path.write_text(json.dumps([[cfg, s] for cfg, s in jobs]))
+    run = subprocess.run([sys.executable, "-m", "kernelgym.grader.reference", str(task.root), str(jobs_path),
+                          str(out_path)], capture_output=True, text=True, timeout=timeout_s)
+    if run.returncode != 0:
+        raise TaskSpecError(f"{task.root}: the reference process failed (exit {run.returncode}):\n"
+                            f"{(run.stdout + run.stderr)[-3000:]}")
+    saved = torch.load(out_path, weights_only=True)
+    return [tuple(saved[output_key(j, o.name)] for o in task.spec.outputs) for j in range(len(jobs))]
+
+
+def _main(task_dir: str, jobs_path: str, out_path: str) -> None:
+    import torch
+
+    task = load_task(task_dir)
+    jobs = json.loads(Path(jobs_path).read_text())
+    saved = {}
+    for j, (cfg, seed) in enumerate(jobs):
+        for o, r in zip(task.spec.outputs, reference_outputs(task, cfg, seed, "cuda")):
+            saved[output_key(j, o.name)] = r.detach().to("cpu")
+    torch.save(saved, out_path)
+
+
+if __name__ == "__main__":
+    _main(*sys.argv[1:4])

@@ -14,9 +14,13 @@ import time
 import weakref
 from pathlib import Path
 
+from kernelgym.backends import BACKENDS_DIR
 from kernelgym.sandbox import PYTHON, Limits, kill_group, make_sandbox
 
 HARNESS = Path(__file__).resolve().parent / "harness.py"
+#: What the candidate's sandbox sees of kernelgym, read-only: the harness, the protocol both sides share, and the
+#: language backends the harness loads.
+HARNESS_FILES = [HARNESS, HARNESS.parent / "protocol.py", BACKENDS_DIR]
 MAX_REPLY_BYTES = 1 << 16  # what is kept of the worker's output while waiting for its reply
 
 
@@ -25,14 +29,14 @@ class GraderWorker:
 
     Args:
         root: the grading root (writable inside the sandbox); each request's directory lies under it.
-        readonly: paths bound read-only (the harness, the pristine baseline copy).
+        readonly: paths bound read-only besides `HARNESS_FILES` (the pristine baseline copy, the build cache).
         sandbox: backend name ('bwrap' or 'none'). gpu: pass the GPU in. env: extra variables.
         one_run: the worker exits after its first ``run`` (``--one-run``): for a worker that grades untrusted code.
     """
 
     def __init__(self, root: Path, readonly: list[Path], sandbox: str, gpu: bool, env: dict[str, str],
                  one_run: bool = False):
-        box = make_sandbox(sandbox, root, readonly=[HARNESS, *readonly], gpu=gpu,
+        box = make_sandbox(sandbox, root, readonly=[*HARNESS_FILES, *readonly], gpu=gpu,
                            # NVML-based availability check: the worker must not start CUDA before it forks.
                            env={**env, "PYTORCH_NVML_BASED_CUDA_CHECK": "1"})
         # In bwrap the worker has a pid namespace of its own, so it may kill everything else in it after each run

@@ -1,0 +1,67 @@
+"""Building a grading directory: the candidate's editable files copied out of the workspace beside pristine copies of
+the task's other public files. Only the editable files cross the trust boundary; symlinks are refused."""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from kernelgym.grader.untrusted import UntrustedFileError, read_untrusted
+from kernelgym.task import Task
+
+MAX_EDITABLE_BYTES = 4 << 20  # an editable file (kernel source) larger than this is refused
+
+
+def copy_candidate(task: Task, workspace: Path, dest: Path) -> list[str]:
+    """Build a grading directory: the editable files from `workspace`, every other public file pristine
+    from the task. Returns problems (empty when fine); a symlink or a missing editable file is one."""
+    copy_public(task, dest)
+    return copy_editable(task, workspace, dest)
+
+
+def copy_public(task: Task, dest: Path) -> None:
+    """Copy the task's public files that are not editable, pristine, into `dest` (the input builder among them)."""
+    for rel in task.public_files():
+        if str(rel) not in task.spec.editable_files:
+            write_new(dest / rel, (task.root / rel).read_bytes())
+
+
+def copy_editable(task: Task, workspace: Path, dest: Path) -> list[str]:
+    """Copy the editable files from `workspace` into `dest`. Returns problems: a symlink, a missing or unreadable
+    file, or one over `MAX_EDITABLE_BYTES`."""
+    problems = []
+    root = os.path.realpath(workspace)
+    for rel in task.spec.editable_files:
+        src = workspace / rel
+        # Blocks a symlink to private data or to the grader itself being copied in as the "kernel", also through a
+        # symlinked directory on the way (only the last component is opened with O_NOFOLLOW).
+        if os.path.realpath(src.parent) != os.path.normpath(os.path.join(root, os.path.dirname(rel))):
+            problems.append(f"{rel}: a directory on its path is a symlink in the workspace; it must be a real one")
+            continue
+        if src.is_symlink() or not src.is_file():
+            problems.append(f"{rel}: {'is a symlink' if src.is_symlink() else 'missing'} in the workspace; "
+                            f"it must be a regular file")
+            continue
+        try:
+            write_new(dest / rel, read_untrusted(src, MAX_EDITABLE_BYTES))
+        except UntrustedFileError as e:
+            problems.append(f"{rel}: {e}")
+    return problems
+
+
+def identity(path: Path) -> tuple[int, int, int, int] | None:
+    """(device, inode, size, ctime in ns) of `path` itself (a link is not followed), or None where it is absent: a
+    file replaced by rename, or written again in place, gets another identity (ctime cannot be set by a process,
+    unlike mtime)."""
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return None
+    return st.st_dev, st.st_ino, st.st_size, st.st_ctime_ns
+
+
+def write_new(path: Path, data: bytes) -> None:
+    # O_EXCL | O_NOFOLLOW: never write through anything already at the path (a planted symlink).
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
+    with os.fdopen(fd, "wb") as f:
+        f.write(data)

@@ -1,0 +1,290 @@
+"""The grading protocol: everything the trusted parent (grader.py) and the candidate's process (harness.py) agree on.
+
+One module, imported by both sides: the parent imports it as ``kernelgym.grader.protocol``; the harness, which runs
+inside the sandbox and imports nothing of kernelgym, loads this file by path. Standard library only.
+
+- File names inside a grading directory, and the markers the harness prints.
+- The seeds: which inputs are checked, and which verify the timed path.
+- `Request`: what the parent asks the harness to do, validated once where the harness reads it.
+- `parse_check_result` / `parse_time_result`: the harness's results, validated once where the parent reads them.
+  Everything the harness writes passed through candidate-controlled memory: the parsers accept only the expected
+  shape and turn anything else into a failure message, never an exception.
+- `load_function`: the one ``file.py:function`` loader.
+"""
+from __future__ import annotations
+
+import dataclasses
+import importlib.util
+import os
+import sys
+from dataclasses import dataclass, field
+from typing import Any
+
+# -- files in a grading directory -------------------------------------------------------------------------------
+REQUEST = "request.json"
+CHECK_RESULT = "check_result.json"
+TIME_RESULT = "time_result.json"
+OUTPUTS = "outputs.pt"
+HARNESS_LOG = "harness.log"
+
+# -- what the harness prints (the parent reads them from its output) --------------------------------------------
+IMPORTED_MARKER = "[harness] candidate imported"
+"""Printed once the candidate's module imported: a death before it is a compile failure, after it a runtime one."""
+PREPARED_MARKER = "[harness] prepared"
+"""Printed before any candidate code is read."""
+FINISHED = b"finished"
+"""Written by a worker's child on its ready pipe once its results are written."""
+
+# -- seeds --------------------------------------------------------------------------------------------------------
+
+
+def check_seed(seed: int, index: int) -> int:
+    """Seed of the inputs on which config `index`'s output is checked for correctness."""
+    return seed + index
+
+
+def verify_seed(seed: int, index: int) -> int:
+    """Seed of the inputs on which the timed path's output is verified (never the correctness inputs)."""
+    return seed + 1000 + index
+
+
+def timed_output_name(index: int) -> str:
+    """File (in the grading directory) where the harness saves the timed path's outputs of config `index`."""
+    return f"timed_output-{index}.pt"
+
+
+def output_key(index: int, name: str) -> str:
+    """Key of config `index`'s output `name` in a saved outputs file (a flat dict of tensors)."""
+    return f"{index}/{name}"
+
+
+# -- the request ---------------------------------------------------------------------------------------------------
+class ProtocolError(ValueError):
+    """A request or result does not have the protocol's shape; the message says which field and why."""
+
+
+@dataclass(frozen=True)
+class OutputSlot:
+    """Where one of the entry point's outputs comes from: returned (`arg` None; in order among the returned ones)
+    or written in place into positional argument `arg`."""
+
+    name: str
+    arg: int | None = None
+
+
+@dataclass(frozen=True)
+class Request:
+    """What the harness is asked to do for one grading. Paths are absolute, inside the sandbox.
+
+    mode: ``grade`` (check, then timing where `baseline_directory` is set), ``check`` or ``compile``.
+    """
+
+    mode: str
+    language: str
+    directory: str
+    """The grading directory: the candidate's editable files beside pristine copies of the task's other files."""
+    entry_point: str
+    """``file:function`` the harness calls with each config's inputs."""
+    input_builder: str
+    builder_directory: str
+    """Where the input builder is imported from: the pristine baseline copy, never the candidate's directory."""
+    configs: list
+    seed: int
+    device: str
+    outputs: list
+    """`OutputSlot`s, in the order the task declares its outputs."""
+    baseline_directory: str | None = None
+    """The pristine baseline, timed against the candidate; None: no timing."""
+    build_directory: str | None = None
+    """Where the trusted build step put the candidate's build (compiled backends; read-only in the sandbox)."""
+    baseline_build_directory: str | None = None
+    """Where the trusted build step put the baseline's build."""
+    warmup: int = 10
+    reps: int = 100
+    rounds: int = 10
+    input_sets: int = 4
+    flush_bytes: int = 0
+    tolerances: list = field(default_factory=list)
+    """Per config: {"atol", "rtol"} for the timed path's check against the baseline, or None (exact)."""
+    require_own_launch: bool = True
+    """Fail a config where none of the candidate's own kernels ran (the backend counts them)."""
+
+    # Derived paths: fixed names in the grading directory, never taken from the request's JSON.
+    @property
+    def result(self) -> str:
+        return os.path.join(self.directory, CHECK_RESULT)
+
+    @property
+    def time_result(self) -> str:
+        return os.path.join(self.directory, TIME_RESULT)
+
+    @property
+    def outputs_path(self) -> str:
+        return os.path.join(self.directory, OUTPUTS)
+
+    def timed_output_path(self, index: int) -> str:
+        return os.path.join(self.directory, timed_output_name(index))
+
+    def to_json(self) -> dict[str, Any]:
+        d = dataclasses.asdict(self)
+        d["outputs"] = [dataclasses.asdict(o) if isinstance(o, OutputSlot) else o for o in self.outputs]
+        return d
+
+    @classmethod
+    def from_json(cls, obj: Any) -> "Request":
+        """Validate a request read from JSON.
+
+        Raises:
+            ProtocolError: not an object, an unknown or missing field, or a field of the wrong type.
+        """
+        if not isinstance(obj, dict):
+            raise ProtocolError("request: expected a JSON object")
+        fields = {f.name: f for f in dataclasses.fields(cls)}
+        unknown = sorted(set(obj) - set(fields))
+        if unknown:
+            raise ProtocolError(f"request: unknown fields {unknown}")
+        types = {"mode": str, "language": str, "directory": str, "entry_point": str, "input_builder": str,
+                 "builder_directory": str, "configs": list, "seed": int, "device": str, "outputs": list,
+                 "baseline_directory": (str, type(None)), "build_directory": (str, type(None)),
+                 "baseline_build_directory": (str, type(None)), "warmup": int,
+                 "reps": int, "rounds": int, "input_sets": int, "flush_bytes": int, "tolerances": list,
+                 "require_own_launch": bool}
+        for name, f in fields.items():
+            if name not in obj:
+                if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
+                    raise ProtocolError(f"request: field {name!r} missing")
+                continue
+            if not isinstance(obj[name], types[name]) or (types[name] is int and isinstance(obj[name], bool)):
+                raise ProtocolError(f"request: field {name!r} has type {type(obj[name]).__name__}")
+        if obj["mode"] not in ("grade", "check", "compile"):
+            raise ProtocolError(f"request: mode {obj['mode']!r} is not grade, check or compile")
+        slots = []
+        for o in obj["outputs"]:
+            if not (isinstance(o, dict) and isinstance(o.get("name"), str) and set(o) <= {"name", "arg"}
+                    and (o.get("arg") is None or isinstance(o.get("arg"), int))):
+                raise ProtocolError(f"request: output slot {o!r} is not {{name, arg}}")
+            slots.append(OutputSlot(o["name"], o.get("arg")))
+        if not slots:
+            raise ProtocolError("request: no outputs")
+        return cls(**{**obj, "outputs": slots})
+
+
+# -- the results ---------------------------------------------------------------------------------------------------
+def _text(value: Any, limit: int = 6000) -> str:
+    """A candidate-reported value as a message: a string, cut to its last `limit` characters (nested JSON from a
+    candidate must not reach the grade as a structure)."""
+    return str(value)[-limit:]
+
+
+@dataclass
+class ConfigRun:
+    """The harness's report of one config: it ran (`ok`) or the error it printed."""
+
+    ok: bool
+    error: str | None = None
+
+
+@dataclass
+class CheckResult:
+    """The harness's check stage: `stage` is ``compile`` where the candidate did not import or compile, else
+    ``check``; `configs` one `ConfigRun` per config it got to; `error` a message for the whole stage."""
+
+    stage: str
+    ok: bool
+    configs: list[ConfigRun]
+    error: str | None = None
+
+
+def parse_check_result(obj: Any, n_configs: int) -> CheckResult:
+    """Validate the harness's check result (untrusted JSON). Never raises: a malformed result is a failed stage."""
+    if not isinstance(obj, dict) or obj.get("stage") not in ("compile", "check"):
+        return CheckResult("check", False, [], "check result malformed")
+    runs = []
+    configs = obj.get("configs")
+    for c in (configs if isinstance(configs, list) else [])[:n_configs]:
+        if isinstance(c, dict):
+            runs.append(ConfigRun(c.get("ok") is True, None if c.get("ok") is True else _text(c.get("error"))))
+        else:
+            runs.append(ConfigRun(False, "config result malformed"))
+    error = obj.get("error")
+    return CheckResult(obj["stage"], obj.get("ok") is True and obj["stage"] == "check", runs,
+                       None if error is None else _text(error))
+
+
+@dataclass
+class TimedRuns:
+    """The harness's timing of one config: per-run times of baseline and candidate (ms), by the events inside the
+    graphs and around each call, how each was timed, or the error / wrong output that stopped it."""
+
+    ok: bool
+    error: str | None = None
+    wrong_output: str | None = None
+    baseline_runs_ms: list[float] = field(default_factory=list)
+    candidate_runs_ms: list[float] = field(default_factory=list)
+    baseline_outer_runs_ms: list[float] = field(default_factory=list)
+    candidate_outer_runs_ms: list[float] = field(default_factory=list)
+    baseline_mode: str = ""
+    candidate_mode: str = ""
+    output_addresses: list = field(default_factory=list)
+
+
+@dataclass
+class TimeResult:
+    """The harness's timing stage: one `TimedRuns` per config, or an error for the whole stage."""
+
+    ok: bool
+    configs: list[TimedRuns]
+    error: str | None = None
+    persisting_l2_reset: bool = False
+
+
+def _floats(v: Any) -> list[float]:
+    if not isinstance(v, list) or not all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in v):
+        raise ProtocolError("run times must be a list of numbers")
+    return [float(x) for x in v]
+
+
+def parse_time_result(obj: Any, n_configs: int) -> TimeResult:
+    """Validate the harness's timing result (untrusted JSON). Never raises: a malformed result is a failed stage."""
+    if not isinstance(obj, dict):
+        return TimeResult(False, [], "timing produced no result")
+    if obj.get("stage") != "time":
+        return TimeResult(False, [], _text(obj.get("error") or "timing failed"))
+    configs = obj.get("configs")
+    if not isinstance(configs, list) or len(configs) != n_configs or not all(isinstance(c, dict) for c in configs):
+        return TimeResult(False, [], "timing result malformed")
+    runs = []
+    for c in configs:
+        if c.get("wrong_output"):
+            runs.append(TimedRuns(False, _text(c.get("error")), _text(c["wrong_output"], 600)))
+            continue
+        if c.get("ok") is not True:
+            runs.append(TimedRuns(False, _text(c.get("error"))))
+            continue
+        try:
+            runs.append(TimedRuns(
+                True, None, None, _floats(c.get("baseline_runs_ms")), _floats(c.get("candidate_runs_ms")),
+                _floats(c.get("baseline_outer_runs_ms", [])), _floats(c.get("candidate_outer_runs_ms", [])),
+                _text(c.get("baseline_mode"), 200), _text(c.get("candidate_mode"), 200),
+                c.get("output_addresses") if isinstance(c.get("output_addresses"), list) else []))
+        except ProtocolError as e:
+            runs.append(TimedRuns(False, f"timing result malformed: {e}"))
+    return TimeResult(True, runs, None, obj.get("persisting_l2_reset") is True)
+
+
+# -- loading ``file:function`` ---------------------------------------------------------------------------------
+def load_function(ref: str, directory: str, module_name: str):
+    """Import ``file.py:function`` from `directory` as module `module_name` (replacing any module of that name in
+    sys.modules) and return the function.
+
+    Raises:
+        whatever importing the file raises; AttributeError where the function is missing.
+    """
+    file, func = ref.split(":")
+    spec = importlib.util.spec_from_file_location(module_name, os.path.join(directory, file))
+    if spec is None or spec.loader is None:
+        raise ImportError(f"cannot import {file!r} from {directory}")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[module_name] = module
+    spec.loader.exec_module(module)
+    return getattr(module, func)
