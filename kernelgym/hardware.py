@@ -17,13 +17,14 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, model_validator
 
 from kernelgym.discovery import Dirs, as_dirs, env_dirs, warn_once
-from kernelgym.errors import HardwareProfileError
+from kernelgym.errors import HardwareProfileError, KernelGymError
 
 DEFAULT_HARDWARE_ROOT = Path(__file__).resolve().parent / "profiles"
 #: Environment variable listing the user's hardware-profile folders, separated by os.pathsep.
 HARDWARE_PATH_ENV = "KERNELGYM_HARDWARE_PATH"
-#: Which vendors' devices can run each task language: Triton compiles for NVIDIA and AMD and runs on the CPU
-#: interpreter; CUDA sources need NVIDIA; HIP sources are graded on AMD (the arena's hip2hip and torch2hip).
+#: Which vendors' devices can run each task language, for a language whose backend module (kernelgym/backends)
+#: does not say (its ``VENDORS``): Triton compiles for NVIDIA and AMD and runs on the CPU interpreter; CUDA sources
+#: need NVIDIA; HIP sources are graded on AMD (the arena's hip2hip and torch2hip).
 LANGUAGE_VENDORS: dict[str, frozenset[str]] = {
     "triton": frozenset({"nvidia", "amd", "cpu"}),
     "cuda": frozenset({"nvidia"}),
@@ -78,7 +79,17 @@ class HardwareProfile(BaseModel):
 
     def supports(self, language: str) -> bool:
         """True when tasks written in `language` (``triton``, ``cuda``, ``hip``) can be graded on this device."""
-        return self.vendor in LANGUAGE_VENDORS.get(language, frozenset())
+        return self.vendor in language_vendors(language)
+
+
+def language_vendors(language: str) -> frozenset[str]:
+    """The hardware vendors (``nvidia``, ``amd``, ``cpu`` for the interpreter) whose devices run `language`: its
+    backend module's ``VENDORS``, else `LANGUAGE_VENDORS`, else none."""
+    try:
+        from kernelgym.backends import get_backend
+        return frozenset(get_backend(language).VENDORS)
+    except (ImportError, AttributeError, KernelGymError):  # no backend package, no such backend, or no VENDORS
+        return LANGUAGE_VENDORS.get(language, frozenset())
 
 
 def load_profile(path: str | Path) -> HardwareProfile:

@@ -1,12 +1,16 @@
 """The main job end to end on the interpreter: `kernelgym run --task triton-rmsnorm --policy tuner`."""
 import json
+import shutil
 import subprocess
 import sys
 
 import pytest
 
 from kernelgym.cli import main
+from kernelgym.task import DEFAULT_TASKS_ROOT
 from kernelgym.wrappers import TRAJECTORY_FORMAT
+
+BUILTIN = DEFAULT_TASKS_ROOT / "triton" / "rmsnorm"
 
 
 def test_list(capsys):
@@ -42,3 +46,68 @@ def test_unknown_policy_is_clear_error(capsys):
 def test_unknown_task_is_clear_error(argv, capsys):
     assert main(argv) == 2
     assert "Unknown task 'nope'" in capsys.readouterr().out
+
+
+def _user_tasks(root):
+    """A user task folder with one good task (a copy of rmsnorm, id rmsnorm-cli) and one broken task.yaml."""
+    good = root / "triton" / "rmsnorm-cli"
+    shutil.copytree(BUILTIN, good, ignore=shutil.ignore_patterns("__pycache__"))
+    (good / "task.yaml").write_text((good / "task.yaml").read_text().replace("id: rmsnorm\n", "id: rmsnorm-cli\n"))
+    broken = root / "triton" / "broken"
+    broken.mkdir(parents=True)
+    (broken / "task.yaml").write_text("id: broken\nlanguage: triton\nkind: [unclosed\n")
+    return good, broken
+
+
+def test_list_shows_language_hardware_and_broken_tasks(tmp_path, capsys):
+    good, broken = _user_tasks(tmp_path)
+    assert main(["list", "--tasks-dir", str(tmp_path)]) == 0  # a broken task is reported, not fatal
+    out = capsys.readouterr().out
+    assert "KernelArena/triton-rmsnorm-cli-v0" in out and "triton2triton" in out
+    row = next(line for line in out.splitlines() if "KernelArena/triton-rmsnorm-v0" in line)
+    assert "cpu-interpreter" in row  # supported hardware: Triton runs everywhere, the interpreter included
+    assert "Broken tasks (1" in out and "not valid YAML" in out
+    assert "scripted" in out and "h200" in out
+
+
+def test_validate_builtin_task_passes(capsys, require_bwrap):
+    assert main(["validate", str(BUILTIN)]) == 0
+    out = capsys.readouterr().out
+    for name in ("task.yaml loads", "name is unique", "reference is not trivial", "unseen configs",
+                 "baseline is correct"):
+        assert name in out
+    assert "all 6 checks passed" in out and "FAIL" not in out
+
+
+def test_validate_broken_task_fails_with_its_message(tmp_path, capsys):
+    _, broken = _user_tasks(tmp_path)
+    assert main(["validate", str(broken)]) == 1
+    out = capsys.readouterr().out
+    assert "FAIL" in out and "not valid YAML" in out and "1 of 6 checks failed, 5 not run" in out
+    # By name, from the search path: the broken folder is still found and reported.
+    assert main(["validate", "triton-broken", "--tasks-dir", str(tmp_path)]) == 1
+    assert "not valid YAML" in capsys.readouterr().out
+
+
+def test_validate_catches_a_reference_that_zeros_pass(tmp_path):
+    # A reference whose output is all zeros lets a kernel that computes nothing pass the correctness gate.
+    from kernelgym.hardware import detect_profile
+    from kernelgym.task import load_task
+    from kernelgym.validate import check_reference
+    good, _ = _user_tasks(tmp_path)
+    ref = good / "reference.py"
+    ref.write_text(ref.read_text().replace("return xf * rstd * weight.float()", "return (xf * rstd * weight.float()) * 0"))
+    check = check_reference(load_task(good), detect_profile("cpu-interpreter"))
+    assert check.passed is False and "all-zero output passes" in check.message, check.message
+
+
+def test_validate_name_clash_fails_on_both_sides(tmp_path):
+    from kernelgym.task import load_task
+    from kernelgym.validate import check_unique_name
+    dup = tmp_path / "dup" / "rmsnorm"
+    shutil.copytree(BUILTIN, dup, ignore=shutil.ignore_patterns("__pycache__"))
+    check = check_unique_name(load_task(dup), tmp_path / "dup")
+    assert check.passed is False and f"also used by the task at {BUILTIN}" in check.message
+    check = check_unique_name(load_task(BUILTIN), tmp_path / "dup")
+    assert check.passed is False and str(dup) in check.message
+    assert check_unique_name(load_task(BUILTIN), None).passed

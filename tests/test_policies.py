@@ -1,4 +1,6 @@
 """Built-in policies: loading by folder, config overrides, the tuner's parsing and plan."""
+import re
+
 import pytest
 
 from kernelgym.errors import PolicyConfigError, UnknownPolicyError
@@ -47,3 +49,64 @@ def test_tuner_without_timing_keeps_original():
     p.act({"output": "wrote"}, {})
     final = p.act({"output": "CHECK correct=3/3 time_ms=nan"}, {})
     assert "BLOCK_SIZE = 1024" in final["content"]
+
+
+ECHO_POLICY = '''
+from dataclasses import dataclass
+
+
+@dataclass
+class EchoConfig:
+    cmd: str = "echo hi"
+    """The command run at every step."""
+
+
+class EchoPolicy:
+    def __init__(self, config):
+        self.config = config
+
+    def reset(self, observation, info):
+        pass
+
+    def act(self, observation, info):
+        return {"kind": "shell", "cmd": self.config.cmd}
+'''
+
+
+def _policy(root, name="echo", source=ECHO_POLICY, config="cmd: echo from-yaml\n"):
+    folder = root / name
+    folder.mkdir(parents=True)
+    (folder / "policy.py").write_text(source)
+    (folder / "config.yaml").write_text(config)
+    return folder
+
+
+def test_user_policy_from_dir_and_env_var(tmp_path, monkeypatch):
+    from kernelgym.policy import POLICIES_PATH_ENV
+    _policy(tmp_path / "mine")
+    assert "echo" in available_policies(tmp_path / "mine") and "tuner" in available_policies(tmp_path / "mine")
+    p = load_policy("echo", policies_dir=tmp_path / "mine")
+    assert p.act({}, {}) == {"kind": "shell", "cmd": "echo from-yaml"}
+    assert load_policy("echo", policies_dir=[tmp_path / "mine"], cmd="ls").act({}, {})["cmd"] == "ls"
+    with pytest.raises(UnknownPolicyError, match="Unknown policy 'echo'"):
+        load_policy("echo")
+    monkeypatch.setenv(POLICIES_PATH_ENV, str(tmp_path / "mine"))
+    assert "echo" in available_policies()
+
+
+def test_user_policy_reusing_a_name_is_an_error_naming_both(tmp_path):
+    from kernelgym.policy import DEFAULT_POLICIES_ROOT
+    folder = _policy(tmp_path / "mine", name="tuner")
+    with pytest.raises(PolicyConfigError, match=re.escape(f"{folder}: policy name 'tuner' is already taken by "
+                                                          f"{DEFAULT_POLICIES_ROOT / 'tuner'}")):
+        load_policy("tuner", policies_dir=tmp_path / "mine")
+    assert load_policy("scripted", policies_dir=tmp_path / "mine")  # other policies are unaffected
+
+
+def test_broken_user_policy_names_its_file(tmp_path):
+    folder = _policy(tmp_path / "mine", name="oops", source="def broken(:\n")
+    with pytest.raises(PolicyConfigError, match=re.escape(f"{folder / 'policy.py'}: does not import: SyntaxError")):
+        load_policy("oops", policies_dir=tmp_path / "mine")
+    folder = _policy(tmp_path / "mine", name="empty", source="X = 1\n")
+    with pytest.raises(PolicyConfigError, match="defines no EmptyConfig or EmptyPolicy"):
+        load_policy("empty", policies_dir=tmp_path / "mine")
