@@ -167,7 +167,8 @@ def discover_tasks(roots: Dirs = None) -> dict[str, Task]:
 
 
 def parse_task_name(name: str) -> tuple[str, int | None]:
-    """``KernelArena/triton-rmsnorm-v0`` -> (``triton-rmsnorm``, 0); ``triton-rmsnorm`` -> (``triton-rmsnorm``, None)."""
+    """Name and version of an env id or name: ``KernelArena/triton-rmsnorm-v0`` -> (``triton-rmsnorm``, 0);
+    ``triton-rmsnorm`` -> (``triton-rmsnorm``, None)."""
     key = name.removeprefix("KernelArena/")
     base, sep, version = key.rpartition("-v")
     if sep and base and version.isdigit():

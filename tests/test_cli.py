@@ -96,7 +96,8 @@ def test_validate_catches_a_reference_that_zeros_pass(tmp_path):
     from kernelgym.validate import check_reference
     good, _ = _user_tasks(tmp_path)
     ref = good / "reference.py"
-    ref.write_text(ref.read_text().replace("return xf * rstd * weight.float()", "return (xf * rstd * weight.float()) * 0"))
+    ref.write_text(ref.read_text().replace("return xf * rstd * weight.float()",
+                                           "return (xf * rstd * weight.float()) * 0"))
     check = check_reference(load_task(good), detect_profile("cpu-interpreter"))
     assert check.passed is False and "all-zero output passes" in check.message, check.message
 
@@ -111,3 +112,23 @@ def test_validate_name_clash_fails_on_both_sides(tmp_path):
     check = check_unique_name(load_task(BUILTIN), tmp_path / "dup")
     assert check.passed is False and str(dup) in check.message
     assert check_unique_name(load_task(BUILTIN), None).passed
+
+
+def test_run_user_task_and_policy_from_dirs(tmp_path, require_bwrap):
+    good, _ = _user_tasks(tmp_path / "tasks")
+    policy = tmp_path / "policies" / "just-submit"
+    policy.mkdir(parents=True)
+    (policy / "policy.py").write_text(
+        "from dataclasses import dataclass\n\n\n@dataclass\nclass JustSubmitConfig:\n    pass\n\n\n"
+        "class JustSubmitPolicy:\n    def __init__(self, config):\n        pass\n\n"
+        "    def reset(self, observation, info):\n        pass\n\n"
+        "    def act(self, observation, info):\n        return {'kind': 'submit'}\n")
+    proc = subprocess.run([sys.executable, "-m", "kernelgym.cli", "run", "--task", "triton-rmsnorm-cli",
+                           "--tasks-dir", str(tmp_path / "tasks"), "--policy", "just-submit", "--policies-dir",
+                           str(tmp_path / "policies"), "--run-dir", str(tmp_path / "runs")],
+                          capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "KernelArena/triton-rmsnorm-cli-v0 with policy just-submit" in proc.stdout
+    (run_dir,) = (tmp_path / "runs").iterdir()
+    results = json.loads((run_dir / "results.json").read_text())
+    assert results[0]["reward"] == 120.0  # the unchanged baseline compiles and is correct
