@@ -23,7 +23,8 @@ import time
 from pathlib import Path
 
 from kernelgym.grader import Grader, GraderConfig
-from kernelgym.grader.grader import HARNESS, PREPARED_MARKER
+from kernelgym.grader.worker import HARNESS, HARNESS_FILES
+from kernelgym.grader.protocol import PREPARED_MARKER
 from kernelgym.hardware import detect_profile
 from kernelgym.sandbox import Limits, make_sandbox
 from kernelgym.discovery import get_task
@@ -52,12 +53,12 @@ def prepared(task, hw, seed):
     the parent's reference outputs are computed."""
     grader = Grader(task, hw, Path(tempfile.mkdtemp(prefix="kg-g-")), CONFIG)
     grader.start_worker(seed=seed)
-    log, deadline = grader._prepared[0] / "harness.log", time.monotonic() + 300
+    log, deadline = grader._prepared.gdir / "harness.log", time.monotonic() + 300
     while PREPARED_MARKER not in (log.read_text() if log.exists() else ""):
         if time.monotonic() > deadline or not grader.worker.alive():
             raise RuntimeError(f"the worker did not prepare: {log.read_text() if log.exists() else ''}")
         time.sleep(0.05)
-    grader._ref_thread.join()  # the parent's part of the preparation: the reference outputs
+    grader._prepared.references.wait()  # the parent's part of the preparation: the reference outputs
     return grader
 
 
@@ -161,7 +162,7 @@ def latency(task, hw, n):
     warm, cold, phases = [], [], []
     for i in range(n):
         grader = prepared(task, hw, seed=i)  # the agent's turn: the worker prepares meanwhile
-        gdir = grader._prepared[0]
+        gdir = grader._prepared.gdir
         ws = workspace(task)
         marks = timed_worker_calls(grader.worker)
         t0 = time.monotonic()
@@ -174,12 +175,10 @@ def latency(task, hw, n):
         cdir = Path(tempfile.mkdtemp(prefix="kg-3p-"))
         shutil.copytree(grader.baseline_dir, cdir / "c")
         req = json.loads((gdir / "request.json").read_text())
-        box = make_sandbox("bwrap", cdir, readonly=[HARNESS, grader.baseline_dir], gpu=True)
+        box = make_sandbox("bwrap", cdir, readonly=[*HARNESS_FILES, grader.baseline_dir], gpu=True)
         t0 = time.monotonic()
         for mode in ("compile", "check", "time"):
-            r = {**req, "mode": mode, "directory": str(cdir / "c"), "result": str(cdir / f"{mode}.json"),
-                 "time_result": str(cdir / f"{mode}-t.json"), "outputs": str(cdir / "o.pt"),
-                 "timed_outputs": [str(cdir / f"t{j}.pt") for j in range(len(req["configs"]))]}
+            r = {**req, "mode": mode, "directory": str(cdir / "c")}
             (cdir / f"{mode}-req.json").write_text(json.dumps(r))
             run = box.run([sys.executable, str(HARNESS), str(cdir / f"{mode}-req.json")], limits=Limits(timeout_s=600))
             assert run.returncode == 0, run.output
@@ -202,7 +201,7 @@ def main():
     if args.raw_dir:
         Path(args.raw_dir).mkdir(parents=True, exist_ok=True)
     if args.no_early_compare:  # diagnosis: nothing compared while the candidate's process runs
-        Grader._compare_early = lambda self, pending, done: None
+        CONFIG.early_compare = False
     task, hw = get_task("triton-rmsnorm"), detect_profile()
     if hw.interpreter:
         sys.exit("needs a GPU: the CPU interpreter has no meaningful timing")

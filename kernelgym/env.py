@@ -64,6 +64,7 @@ class KernelArenaEnv(gym.Env):
     task: task name, env id or task directory. run_dir: where episodes live. hardware: profile id, or None
     to detect. sandbox: "bwrap" (default) or "none" (explicit opt-out; warns). max_steps, max_wall_s:
     budgets. command_timeout_s: limit per shell command. grader: `GraderConfig`. render_mode: "ansi".
+    tasks_dir: the user's own task folders, searched after the built-in tasks and $KERNELGYM_TASKS_PATH.
 
     ## Version History
     v0: initial version.
@@ -74,12 +75,13 @@ class KernelArenaEnv(gym.Env):
     def __init__(self, task: str | Task = "triton-rmsnorm", *, run_dir: str | Path | None = None,
                  hardware: str | HardwareProfile | None = None, sandbox: str = "bwrap", max_steps: int = 50,
                  max_wall_s: float = 3600.0, command_timeout_s: float = 300.0,
-                 grader: GraderConfig | None = None, render_mode: str | None = None):
+                 grader: GraderConfig | None = None, render_mode: str | None = None,
+                 tasks_dir: str | Path | list[str | Path] | None = None):
         if render_mode not in (None, "ansi"):
             raise ValueError(f"render_mode must be None or 'ansi', got {render_mode!r}")
         if max_steps < 1:
             raise ValueError(f"max_steps must be >= 1, got {max_steps}")
-        self.task = task if isinstance(task, Task) else get_task(task)
+        self.task = task if isinstance(task, Task) else get_task(task, tasks_dir=tasks_dir)
         self.hardware = hardware if isinstance(hardware, HardwareProfile) else detect_profile(hardware)
         self.run_dir = Path(run_dir if run_dir is not None else DEFAULT_RUN_DIR).resolve()
         self.run_dir.mkdir(parents=True, exist_ok=True)

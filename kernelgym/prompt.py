@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from kernelgym.backends import get_backend
 from kernelgym.hardware import HardwareProfile
 from kernelgym.task import Task
 
@@ -13,7 +14,25 @@ ROLES = {
     "torch2triton": "You are an expert GPU kernel engineer who replaces PyTorch code with fast Triton kernels.",
     "hip2hip": "You are an expert GPU kernel engineer who writes fast, correct HIP kernels.",
     "torch2hip": "You are an expert GPU kernel engineer who replaces PyTorch modules with HIP kernels.",
+    "cuda2cuda": "You are an expert GPU kernel engineer who writes fast, correct CUDA kernels.",
+    "torch2cuda": "You are an expert GPU kernel engineer who replaces PyTorch modules with CUDA kernels.",
 }
+
+
+def describe_outputs(task: Task) -> str:
+    """One line per output: its name, where it comes from (returned, or written in place into an argument), its
+    dtype and how it is compared."""
+    lines = []
+    for o in task.spec.outputs:
+        where = "returned" if o.arg is None else f"written in place into argument {o.arg}"
+        dtype = "the config's dtype" if o.dtype == "config" else o.dtype
+        rule = {"tolerance": "within the tolerance for its dtype", "exact": "exactly",
+                "set": "as sets along the last dimension (any order)"}[o.rule_for({"dtype": o.dtype})]
+        lines.append(f"- `{o.name}`: {where}, {dtype}, compared {rule}")
+    returned = [o.name for o in task.spec.outputs if o.arg is None]
+    head = (f"The entry point returns {'a tuple (' + ', '.join(returned) + ')' if len(returned) > 1 else 'one tensor'}"
+            if returned else "The entry point returns nothing that is graded")
+    return f"{head}. Outputs:\n" + "\n".join(lines)
 
 ACTIONS = """\
 Actions (one per step, as JSON):
@@ -35,6 +54,7 @@ def build_prompt(task: Task, hardware: HardwareProfile, workspace: Path, max_ste
         f"# Task {task.env_id}\n\n{ROLES.get(spec.kind, ROLES['triton2triton'])}",
         f"## Files\nEditable (only these are graded): {', '.join(spec.editable_files)}.\n"
         f"Entry point: `{spec.entry_point}`. Target kernel functions: {', '.join(spec.target_functions) or '-'}.\n"
+        f"{describe_outputs(task)}\n"
         f"Reference (read-only, for understanding): `{spec.reference}`. `configs.json` lists the seen configs and "
         f"tolerances; `python check.py` checks your kernel on them.",
         f"## Task\n{spec.description}\n\n{spec.guidance}".rstrip(),
@@ -48,6 +68,7 @@ def build_prompt(task: Task, hardware: HardwareProfile, workspace: Path, max_ste
         "- Never write score or report files yourself; they are ignored.\n"
         f"- You have {max_steps} steps and {max_wall_s:.0f} s; the episode is graded when you submit or either "
         f"runs out.\n- {timing}",
+        f"## Language\n{get_backend(spec.language).PROMPT}",
         f"## Hardware: {hardware.name} ({hardware.arch})\nTriton launch options accepted here: "
         f"{', '.join(hardware.triton_launch_options)}.\n\n{hardware.reference_doc().strip()}",
         f"## Workspace\n{workspace}",

@@ -6,26 +6,37 @@ import os
 import shutil
 from pathlib import Path
 
+from kernelgym.backends import backend_path
 from kernelgym.hardware import HardwareProfile
 from kernelgym.spaces import ActionError
 from kernelgym.task import Task
 
 TOOLS = Path(__file__).resolve().parent / "workspace_tools"
+PROTOCOL = Path(__file__).resolve().parent / "grader" / "protocol.py"
 
 
 def create_workspace(task: Task, directory: Path, hardware: HardwareProfile) -> Path:
     """Make `directory` a fresh workspace: the task's public files, `check.py` (a self-check the agent
-    may run), `profile.py` (what the profile action runs) and `configs.json` (the seen configs and tolerances for this hardware). Returns its path."""
+    may run), `profile.py` (what the profile action runs), their loader `kernelgym_entry.py` with copies of the grader's protocol
+    and the task language's backend in `.kernelgym/`, and `configs.json` (the seen configs, outputs and tolerances
+    for this hardware). Returns its path."""
     directory.mkdir(parents=True, exist_ok=False)
     for rel in task.public_files():
         (directory / rel).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy2(task.root / rel, directory / rel)
-    for tool in ("check.py", "profile.py"):
+    for tool in ("check.py", "profile.py", "kernelgym_entry.py"):
         shutil.copy2(TOOLS / tool, directory / tool)
+    # The grader's protocol and the language's backend, so the tools load the kernel as the grader does.
+    (directory / ".kernelgym").mkdir()
+    shutil.copy2(PROTOCOL, directory / ".kernelgym" / "protocol.py")
+    shutil.copy2(backend_path(task.spec.language), directory / ".kernelgym" / "backend.py")
     spec = task.spec
+    configs = task.configs_for(hardware.interpreter)
     (directory / "configs.json").write_text(json.dumps({
-        "entry_point": spec.entry_point, "reference": spec.reference, "input_builder": spec.input_builder,
-        "configs": task.configs_for(hardware.interpreter),
+        "language": spec.language, "entry_point": spec.entry_point, "reference": spec.reference,
+        "input_builder": spec.input_builder, "editable_files": spec.editable_files, "configs": configs,
+        "outputs": [{"name": o.name, "dtype": o.dtype, "arg": o.arg,
+                     "rule": {o.dtype_for(c): o.rule_for(c) for c in configs}} for o in spec.outputs],
         "tolerance": {k: v.model_dump() for k, v in spec.tolerance.items()},
         "interpreter": hardware.interpreter}, indent=1))
     return directory

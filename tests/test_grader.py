@@ -230,7 +230,7 @@ def test_directory_and_zip_bomb_results_are_refused(tmp_path):
 
 
 def test_grading_dir_writes_never_follow_planted_links(tmp_path):
-    from kernelgym.grader.grader import _write_new
+    from kernelgym.grader.files import write_new as _write_new
     target = tmp_path / "host_file"
     (tmp_path / "gdir").mkdir()
     (tmp_path / "gdir" / "kernel.py").symlink_to(target)
@@ -275,7 +275,7 @@ def test_prepared_grading_matches_a_cold_one(tmp_path, require_bwrap):
     cold = Grader(TASK, hw, tmp_path / "cold", GraderConfig(warm_worker=False)).grade(ws, seed=11)
     grader = Grader(TASK, hw, tmp_path / "warm")
     grader.start_worker(seed=11)
-    prepared_dir = grader._prepared[0]
+    prepared_dir = grader._prepared.gdir
     warm = grader.grade(ws, seed=11)
     assert "[harness] prepared" in (prepared_dir / "harness.log").read_text()
     assert (prepared_dir / "kernel.py").read_text() == (ws / "kernel.py").read_text()  # graded where prepared
@@ -355,7 +355,7 @@ def test_a_grader_dropped_without_stop_leaves_no_worker(tmp_path, require_bwrap)
     grader.start_worker(seed=1)
     proc = grader.worker.proc
     assert proc.poll() is None
-    grader._ref_thread.join()  # the reference thread holds the grader until it is done (seconds)
+    grader._prepared.references.wait()  # the reference thread is done (seconds)
     del grader
     gc.collect()
     assert proc.poll() is not None  # killed and reaped by the worker's finalizer
@@ -381,7 +381,7 @@ def test_a_candidate_gets_no_second_run(tmp_path, require_bwrap):
     ws = workspace(tmp_path, RUN_ONCE_THEN_VANISH)
     grader = Grader(TASK, detect_profile("cpu-interpreter"), tmp_path / "grading")
     grader.start_worker(seed=4)
-    gdir = grader._prepared[0]
+    gdir = grader._prepared.gdir
     g = grader.grade(ws, seed=4)
     assert (gdir / "runs.txt").read_text() == "run\n"
     assert g.score == 0.0
@@ -419,7 +419,7 @@ def test_leftover_processes_cannot_steal_or_forge_the_workers_reply(tmp_path, re
     ws = workspace(tmp_path, STEAL_THE_REPLY)
     grader = Grader(TASK, detect_profile("cpu-interpreter"), tmp_path / "grading", GraderConfig(timeout_s=60.0))
     grader.start_worker(seed=5)
-    gdir = grader._prepared[0]
+    gdir = grader._prepared.gdir
     g = grader.grade(ws, seed=5)
     assert (gdir / "runs.txt").read_text() == "run\n"  # one run: no forged 'unprepared' was taken
     assert g.score == 120.0 and g.elapsed_s < 50  # graded as the baseline it is, without waiting for a timeout
@@ -530,7 +530,7 @@ def test_a_hijacked_sandbox_init_does_not_outlive_the_grading(tmp_path, require_
     grader = Grader(TASK, detect_profile("cpu-interpreter"), tmp_path / "grading", GraderConfig(timeout_s=60.0))
     _without_seccomp(monkeypatch)
     grader.start_worker(seed=7)
-    _assert_nothing_outlives(lambda: grader.grade(ws, seed=7), grader._prepared[0])
+    _assert_nothing_outlives(lambda: grader.grade(ws, seed=7), grader._prepared.gdir)
 
 
 @pytest.mark.timeout(120)
@@ -562,7 +562,7 @@ def test_a_run_queued_in_the_workers_stdin_is_never_served(tmp_path, require_bwr
     ws = workspace(tmp_path, (Path(__file__).parent / "attacks" / "second_run.py").read_text() + "\n" + BASELINE)
     grader = Grader(TASK, detect_profile("cpu-interpreter"), tmp_path / "grading", GraderConfig(timeout_s=60.0))
     grader.start_worker(seed=5)
-    gdir = grader._prepared[0]
+    gdir = grader._prepared.gdir
     t = time.monotonic()
     g = grader.grade(ws, seed=5)
     assert g.score == 120.0 and time.monotonic() - t < 30, g.summary()  # the spoiled reply was still taken

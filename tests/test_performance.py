@@ -9,8 +9,9 @@ import pytest
 import torch
 
 from kernelgym.grader import Grader
-from kernelgym.grader.grader import timed_output_path, verify_seed
+from kernelgym.grader.protocol import timed_output_name, verify_seed
 from kernelgym.grader.reference import load_reference
+from kernelgym.grader.session import GradingSession
 from kernelgym.hardware import all_profiles
 from kernelgym.discovery import get_task
 
@@ -42,12 +43,12 @@ def fake_grader(tmp_path, monkeypatch, times, wrong_timed=False, hardware=H200, 
         outs, touts = {}, {}
         for i, cfg in enumerate(g.configs):
             x, w, eps = builder(cfg, seed + i, "cpu")
-            outs[str(i)] = reference(x, w, eps).to(x.dtype)
+            outs[f"{i}/out"] = reference(x, w, eps).to(x.dtype)
             x, w, eps = builder(cfg, verify_seed(seed, i), "cpu")
-            touts[str(i)] = (reference(x, w, eps) * (0 if wrong_timed else 1)).to(x.dtype)
+            touts[i] = (reference(x, w, eps) * (0 if wrong_timed else 1)).to(x.dtype)
         save(outs, gdir / "outputs.pt")  # whole or not at all, as the harness writes them
         for i, out in touts.items():
-            save({i: out}, timed_output_path(gdir, int(i)))
+            save({f"{i}/out": out}, gdir / timed_output_name(i))
         check = {"stage": "check", "ok": True, "error": None,
                  "configs": [{"config": c, "ok": True, "error": None} for c in g.configs]}
         timed = {"stage": "time", "ok": True, "persisting_l2_reset": True, "configs": [
@@ -127,9 +128,9 @@ def test_outputs_are_compared_while_the_candidate_still_runs(tmp_path, monkeypat
     def slow_harness(gdir, seed):
         result = files_written(gdir, seed)
         deadline = time.monotonic() + 30
-        while len(g._compares) < 10 and time.monotonic() < deadline:  # 5 check + 5 timed-path outputs
+        while len(g.session.compare_log) < 10 and time.monotonic() < deadline:  # 5 check + 5 timed-path outputs
             time.sleep(0.01)
-        seen_before_end.append(len(g._compares))
+        seen_before_end.append(len(g.session.compare_log))
         return result
     monkeypatch.setattr(g, "_run_harness", slow_harness)
     grade = g.grade(TASK.root, seed=5)
@@ -187,21 +188,16 @@ def test_configs_not_yet_compared_early_are_read_from_the_file_as_it_is_at_the_e
     # The early comparison loaded outputs.pt (a candidate's own, right answers) and compared config 0 before the
     # candidate's process ended; the harness then replaced the file (zeros). Config 1, compared only at the end,
     # must be read from the new file, not from what was loaded early.
-    import threading
-
     reference, builder = load_reference(TASK)
-    g = Grader(TASK, H200, tmp_path / "grading", configs=CONFIGS[:2])
-    g._start_references(seed=3)
-    g._compares, g._compare_lock, g._file_locks, g._files = {}, threading.Lock(), {}, {}
-    g._grading_start, g.compare_log = time.monotonic(), []
+    session = GradingSession.start(TASK, tmp_path, 3, CONFIGS[:2], timed=False, gpu=False, seen=False)
     path = tmp_path / "outputs.pt"
     right = {}
-    for i, cfg in enumerate(g.configs):
+    for i, cfg in enumerate(session.configs):
         x, w, eps = builder(cfg, 3 + i, "cpu")
-        right[str(i)] = reference(x, w, eps).to(x.dtype)
+        right[f"{i}/out"] = reference(x, w, eps).to(x.dtype)
     save(right, path)
-    assert g._compared(path, 0, 3, final=False)[0]
+    assert session.compared(path, 0, 3, final=False)[0]
     time.sleep(0.01)  # a new ctime
     save({k: torch.zeros_like(v) for k, v in right.items()}, path)
-    assert not g._compared(path, 1, 4)[0]  # never compared early: read from the file as it is now
-    assert not g._compared(path, 0, 3)[0]  # compared early: compared again
+    assert not session.compared(path, 1, 4)[0]  # never compared early: read from the file as it is now
+    assert not session.compared(path, 0, 3)[0]  # compared early: compared again

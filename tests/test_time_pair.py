@@ -8,6 +8,8 @@ import torch
 
 from kernelgym.grader import harness
 
+SLOTS = [harness.protocol.OutputSlot("out")]  # one returned output
+
 
 class Device:
     """A synchronous stand-in for one CUDA stream: every operation runs when queued, in order."""
@@ -34,14 +36,14 @@ def kernel(dev, who, inner, honest_on=tuple(POOL), block=None):
     """A kernel on the simulated device: its output (one number) is the index of the input set it was given, where
     that set is in `honest_on`; elsewhere it writes nothing (the output keeps what was there)."""
     block = torch.zeros(1) if block is None else block  # where its output goes (graphs may share one)
-    t = SimpleNamespace(who=who, inner=inner, graph=who if inner else None, start=Event(), end=Event(), out=block,
+    t = SimpleNamespace(who=who, inner=inner, graph=who if inner else None, start=Event(), end=Event(), out=(block,),
                         out_address=id(block))
 
     def refresh(values):
         dev.log.append(("refresh", values))
         t.given = values
     t.refresh = refresh
-    t.poison = lambda: harness._fill(t.out, float("nan")) if t.graph is not None else None  # as Timed.poison
+    t.poison = lambda: harness._fill(t.out[0], float("nan")) if t.graph is not None else None  # as Timed.poison
 
     def call():
         if t.graph is not None:
@@ -86,9 +88,9 @@ def test_each_time_belongs_to_its_run_and_follows_its_own_refresh_and_flush(dev,
     dev.kernels.update(baseline=base, candidate=cand)
     pool = POOL
     resets = []
-    expected = [torch.tensor([float(i)]) for i in range(len(pool))]
+    expected = [(torch.tensor([float(i)]),) for i in range(len(pool))]
     times, how, wrong = harness.time_pair(base, cand, pool, flush=object(), reps=20, rounds=4,
-                                          reset_l2=lambda: resets.append(1), expected=expected, tolerance=(0.0, 0.0))
+                                          reset_l2=lambda: resets.append(1), expected=expected, tolerances=[(0.0, 0.0)])
     assert wrong is None
     assert how == ("events in the graphs" if inner else "events around each call")
     assert times["baseline"] == pytest.approx(dev.durations["baseline"])  # right time, right run, in order
@@ -161,7 +163,7 @@ def test_every_graph_is_captured_on_one_stream(fake_cuda):
     per capture put them 0.3-3 GB apart and a copy of the baseline timed ~1% slow; benchmarks/results run 14-15)."""
     captured_on = fake_cuda
     for _ in range(3):
-        t = harness.Timed(lambda x: x, (harness.torch.zeros(4),), warmup=1, pool=None)
+        t = harness.Timed(lambda x: x, (harness.torch.zeros(4),), warmup=1, slots=SLOTS, pool=None)
         assert t.graph is not None and t.inner
     assert len(captured_on) == 3 and captured_on[0] is not None
     assert all(s is captured_on[0] for s in captured_on)
@@ -172,24 +174,24 @@ def test_a_kernel_that_computes_only_on_the_verification_inputs_is_caught_in_its
     # It recognizes the verification set (by its values, or by counting calls) and skips the work elsewhere.
     base, cand = kernel(dev, "baseline", inner), kernel(dev, "candidate", inner, honest_on=("verify",))
     dev.kernels.update(baseline=base, candidate=cand)
-    expected = [torch.tensor([float(i)]) for i in range(len(POOL))]
+    expected = [(torch.tensor([float(i)]),) for i in range(len(POOL))]
     _, _, wrong = harness.time_pair(base, cand, POOL, flush=None, reps=20, rounds=4, reset_l2=None,
-                                    expected=expected, tolerance=(1e-3, 1e-3))
+                                    expected=expected, tolerances=[(1e-3, 1e-3)])
     assert wrong is not None and wrong.startswith("candidate's timed run"), wrong
 
 
 def test_one_random_run_per_block_of_each_kernel_is_checked(dev, monkeypatch):
     # The same checks for both kernels (the work between runs stays alike), at positions drawn per block.
     cand = kernel(dev, "candidate", True)
-    base = kernel(dev, "baseline", True, block=cand.out)
+    base = kernel(dev, "baseline", True, block=cand.out[0])
     base.out = None  # as prepared: the baseline's graph released its output tensor (it writes the candidate's block)
     dev.kernels.update(baseline=base, candidate=cand)
     checked = []
     monkeypatch.setattr(harness, "_wrong_output",
                         lambda out, exp, tol, who, run, used: checked.append((who, run)) if out is cand.out else "?")
-    expected = [torch.tensor([float(i)]) for i in range(len(POOL))]
+    expected = [(torch.tensor([float(i)]),) for i in range(len(POOL))]
     harness.time_pair(base, cand, POOL, flush=None, reps=100, rounds=10, reset_l2=None, expected=expected,
-                      tolerance=(0.0, 0.0))
+                      tolerances=[(0.0, 0.0)])
     for who in ("baseline", "candidate"):
         runs = [run for w, run in checked if w == who]
         assert len(runs) == 10 and all(10 * b < run <= 10 * (b + 1) for b, run in enumerate(runs)), runs
@@ -204,9 +206,9 @@ def test_a_candidate_graph_writing_its_output_elsewhere_is_not_mistaken_for_a_br
     base = kernel(dev, "baseline", True)  # its own block
     base.out = None
     dev.kernels.update(baseline=base, candidate=cand)
-    expected = [torch.tensor([float(i)]) for i in range(len(POOL))]
+    expected = [(torch.tensor([float(i)]),) for i in range(len(POOL))]
     _, _, wrong = harness.time_pair(base, cand, POOL, flush=None, reps=100, rounds=10, reset_l2=None,
-                                    expected=expected, tolerance=(0.0, 0.0))
+                                    expected=expected, tolerances=[(0.0, 0.0)])
     assert wrong is None, wrong
 
 
@@ -222,4 +224,4 @@ def test_a_subclass_returned_only_when_captured_is_refused_not_timed_eagerly(fak
         calls["n"] += 1
         return x.clone() if calls["n"] <= 2 else x.clone().as_subclass(Lazy)
     with pytest.raises(harness.NotPlain):
-        harness.Timed(fn, (torch.zeros(4),), warmup=1, pool=None)
+        harness.Timed(fn, (torch.zeros(4),), warmup=1, slots=SLOTS, pool=None)

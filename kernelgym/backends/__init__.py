@@ -17,8 +17,8 @@ What every backend module defines (see triton.py for a commented example):
   the file ``BUILT`` there on success (see kernelgym/grader/build.py, which runs it in a sandbox of its own).
 - ``load_entry(entry_point, directory, module_name, build_directory)``, optional: the callable the grader calls with the
   inputs (default: import ``file.py:function``, `protocol.load_function`).
-- ``LaunchCounter(directory)``: counts launches of the candidate's own kernels (``.count``, ``.reset()``), or
-  None where the backend cannot count them.
+- ``LaunchCounter(directory)``: counts launches of the candidate's own kernels (``.installed``, ``.count``,
+  ``.reset()``, ``.what`` naming them in messages); absent where the backend cannot count them.
 - ``is_compile_error(exc) -> bool``: whether an exception raised while running is a compile failure.
 """
 from __future__ import annotations

@@ -30,6 +30,8 @@ class LaunchCounter:
     A candidate that launches a token kernel and computes with PyTorch still counts; this blocks the plain
     fallback only."""
 
+    what = "Triton kernel"
+
     def __init__(self, directory):
         self.count = 0
         classes = []

@@ -161,8 +161,8 @@ def check(req, fn, inputs, backend):
                 counter.reset()
             ret = fn(*args)
             if counting and counter.count == 0:
-                raise RuntimeError(f"no {backend.LANGUAGE} kernel from the candidate's files was launched: the output "
-                                   "was computed some other way (a PyTorch fallback?)")
+                raise RuntimeError(f"no {counter.what} from the candidate's files was launched: the output was "
+                                   "computed some other way (a PyTorch fallback?)")
             if req.device != "cpu":
                 _synchronize()
             for slot, out in zip(req.outputs, collect(ret, args, req.outputs)):
@@ -423,7 +423,7 @@ def prepare(req):
     if req.device != "cpu":
         _synchronize()
     state = Prepared(backend, builder, check_inputs)
-    if req.mode == "grade" and req.baseline_directory:
+    if req.mode in ("grade", "time") and req.baseline_directory:
         base_fn = load_entry(req, backend, req.baseline_directory, "kernelgym_baseline", req.baseline_build_directory)
         prepare_baseline(req, state, base_fn)
     return state
@@ -542,7 +542,7 @@ def _phase(name, since):
 def finish(req, state):
     """Import (and where the backend builds, load) the candidate and run the request's stages on the prepared state
     (see the module docstring). Modes: ``check`` (outputs on every config), ``compile`` (import and one config),
-    ``grade`` (check, then timing when a baseline is given)."""
+    ``grade`` (check, then timing when a baseline is given), ``time`` (timing only)."""
     t = time.monotonic()
     try:
         sys.path.insert(0, req.directory)  # the candidate may import its own helper files
@@ -552,11 +552,12 @@ def finish(req, state):
         _write(req.result, {"stage": "compile", "ok": False, "error": tb(), "configs": []})
         return
     t = _phase("import", t)
-    res = check(req, fn, state.check_inputs, state.backend)
-    _write(req.result, res)
-    t = _phase("check", t)
-    if res["stage"] == "compile" or not all(c["ok"] for c in res["configs"]):
-        return  # no timing for a kernel that already failed
+    if req.mode != "time":
+        res = check(req, fn, state.check_inputs, state.backend)
+        _write(req.result, res)
+        t = _phase("check", t)
+        if res["stage"] == "compile" or not all(c["ok"] for c in res["configs"]):
+            return  # no timing for a kernel that already failed
     if state.timing is not None:
         _write(req.time_result, run_timing(req, state, fn))
         _phase("time", t)

@@ -76,7 +76,8 @@ class OutputSlot:
 class Request:
     """What the harness is asked to do for one grading. Paths are absolute, inside the sandbox.
 
-    mode: ``grade`` (check, then timing where `baseline_directory` is set), ``check`` or ``compile``.
+    mode: ``grade`` (check, then timing where `baseline_directory` is set), ``check``, ``compile`` (one config), or
+    ``time`` (timing only; for benchmarks that split a grading into processes).
     """
 
     mode: str
@@ -156,8 +157,8 @@ class Request:
                 continue
             if not isinstance(obj[name], types[name]) or (types[name] is int and isinstance(obj[name], bool)):
                 raise ProtocolError(f"request: field {name!r} has type {type(obj[name]).__name__}")
-        if obj["mode"] not in ("grade", "check", "compile"):
-            raise ProtocolError(f"request: mode {obj['mode']!r} is not grade, check or compile")
+        if obj["mode"] not in ("grade", "check", "compile", "time"):
+            raise ProtocolError(f"request: mode {obj['mode']!r} is not grade, check, compile or time")
         slots = []
         for o in obj["outputs"]:
             if not (isinstance(o, dict) and isinstance(o.get("name"), str) and set(o) <= {"name", "arg"}

@@ -1,41 +1,48 @@
-"""Self-check for your kernel: runs it on the seen configs and compares with the reference.
+"""Self-check for your kernel: runs it on the seen configs and compares every output with the reference.
 
     python check.py            # correctness on every seen config, and time on a GPU
 
-Advisory only: the grader re-runs everything itself, in a fresh process, on fresh inputs.
+Advisory only: the grader re-runs everything itself, in a fresh process, on fresh inputs, and times it its own way.
 Prints one summary line at the end:  CHECK correct=<n>/<total> time_ms=<sum of medians or nan>
 """
-import importlib.util
-import json
 import os
 import sys
 
 import torch
 
-sys.path.insert(0, os.getcwd())
-spec = json.load(open("configs.json"))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from kernelgym_entry import entry, load, outputs, spec  # noqa: E402
 
 
-def load(ref):
-    file, func = ref.split(":")
-    s = importlib.util.spec_from_file_location(file[:-3], file)
-    m = importlib.util.module_from_spec(s)
-    s.loader.exec_module(m)
-    return getattr(m, func)
+def compare(out, ref, slot, cfg):
+    """(ok, message) for one output, by the task's rule for it."""
+    dtype = cfg.get("dtype") if slot["dtype"] == "config" else slot["dtype"]
+    rule = slot["rule"].get(dtype, "tolerance")
+    if out.shape != ref.shape:
+        return False, f"{slot['name']}: shape {tuple(out.shape)} != {tuple(ref.shape)}"
+    if str(out.dtype).removeprefix("torch.") != dtype:
+        return False, f"{slot['name']}: dtype {out.dtype} != {dtype}"
+    if rule in ("exact", "set"):
+        o, r = out.cpu(), ref.cpu()
+        if rule == "set" and o.dim():
+            o, r = o.sort(dim=-1).values, r.sort(dim=-1).values
+        return bool(torch.equal(o, r.to(o.dtype))), f"{slot['name']}: {'equal' if torch.equal(o, r.to(o.dtype)) else 'differs'}"
+    tol = spec["tolerance"][dtype]
+    ok = bool(torch.allclose(out.float(), ref.float(), atol=tol["atol"], rtol=tol["rtol"]))
+    return ok, f"{slot['name']}: max_abs_err={(out.float() - ref.float()).abs().max().item():.3g}"
 
 
-fn, reference, builder = load(spec["entry_point"]), load(spec["reference"]), load(spec["input_builder"])
+fn, reference, builder = entry(), load(spec["reference"]), load(spec["input_builder"])
 device = "cpu" if spec["interpreter"] else "cuda"
 n_ok, total_ms = 0, 0.0
 for i, cfg in enumerate(spec["configs"]):
-    tol = spec["tolerance"][cfg["dtype"]]
     try:
         args = builder(cfg, 1234 + i, device)
-        out = fn(*args)
-        ref = reference(*args)
-        ok = out.shape == ref.shape and bool(torch.allclose(out.float(), ref.float(), atol=tol["atol"], rtol=tol["rtol"]))
-        err = (out.float() - ref.float()).abs().max().item() if out.shape == ref.shape else float("nan")
-        msg = f"max_abs_err={err:.3g}"
+        ref = reference(*builder(cfg, 1234 + i, device))
+        refs = tuple(ref) if isinstance(ref, (tuple, list)) else (ref,)
+        outs = outputs(fn(*args), args)
+        results = [compare(o, r, s, cfg) for o, r, s in zip(outs, refs, spec["outputs"])]
+        ok, msg = all(r[0] for r in results), "; ".join(r[1] for r in results)
     except Exception as e:  # noqa: BLE001
         ok, msg = False, f"error: {type(e).__name__}: {e}"
     t = float("nan")

@@ -9,9 +9,7 @@ interpreter there is nothing meaningful to profile, and it says so.
 import argparse
 import csv
 import glob
-import importlib.util
 import io
-import json
 import os
 import shutil
 import subprocess
@@ -19,18 +17,11 @@ import sys
 
 import torch
 
-spec = json.load(open("configs.json"))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from kernelgym_entry import entry, load, spec  # noqa: E402
 NCU_METRICS = ["gpu__time_duration.sum", "dram__throughput.avg.pct_of_peak_sustained_elapsed",
                "sm__throughput.avg.pct_of_peak_sustained_elapsed", "sm__warps_active.avg.pct_of_peak_sustained_active",
                "launch__registers_per_thread", "launch__grid_size", "launch__block_size"]
-
-
-def load(ref):
-    file, func = ref.split(":")
-    s = importlib.util.spec_from_file_location(file[:-3], file)
-    m = importlib.util.module_from_spec(s)
-    s.loader.exec_module(m)
-    return getattr(m, func)
 
 
 def find(tool):
@@ -51,8 +42,7 @@ def main():
         print(f"profile of config {args.config} {cfg}: not available on the CPU interpreter (no GPU; the "
               "interpreter's timings mean nothing). Use check.py for correctness.")
         return
-    sys.path.insert(0, os.getcwd())
-    fn, builder = load(spec["entry_point"]), load(spec["input_builder"])
+    fn, builder = entry(), load(spec["input_builder"])
     inputs = builder(cfg, 4321, "cuda")
     for _ in range(3):
         fn(*inputs)

