@@ -146,5 +146,8 @@ class GradingSession:
                 done.wait(0.005)
                 continue
             pending.remove(ready)
-            if self.compared(*ready, final=False) is None:
-                return  # unreadable for now: left to the final comparison, after the process ended
+            try:
+                if self.compared(*ready, final=False) is None:
+                    return  # unreadable for now: left to the final comparison, after the process ended
+            except Exception:  # noqa: BLE001 - a broken task's reference: the final comparison raises it to the caller
+                return

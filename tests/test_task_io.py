@@ -1,0 +1,157 @@
+"""Task I/O beyond one returned tensor, graded from task folders written here: an output written in place into an
+argument, an integer output compared exactly, set comparison, and a task whose tolerance lets zeros pass refused."""
+import textwrap
+
+import pytest
+import torch
+
+from kernelgym.errors import TaskSpecError
+from kernelgym.grader import Grader, GraderConfig
+from kernelgym.grader.compare import compare_output, prepare_reference, trivial_output_passes
+from kernelgym.hardware import detect_profile
+from kernelgym.task import Tolerance, load_task
+
+HEADER = """
+language: triton
+kind: triton2triton
+version: 0
+description: test task
+editable_files: [kernel.py]
+reference: reference.py:reference
+input_builder: reference.py:make_inputs
+seen_configs: [{n: 64, dtype: float32}]
+interpreter_configs: [{n: 37, dtype: float32}, {n: 130, dtype: float32}]
+config_space: {dims: {n: {min: 1, max: 4096}}, dtypes: [float32]}
+tolerance: {float32: {atol: 1.0e-5, rtol: 1.0e-5}}
+"""
+
+SCALE_INTO = """
+import triton, triton.language as tl
+
+@triton.jit
+def scale_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + offs, mask=offs < n)
+    tl.store(out_ptr + offs, x * FACTOR, mask=offs < n)
+
+FACTOR = 2.0
+
+def scale_into(x, out):
+    scale_kernel[(triton.cdiv(x.numel(), 64),)](x, out, x.numel(), BLOCK=64)
+"""
+
+ARGMAX = """
+import torch, triton, triton.language as tl
+
+@triton.jit
+def argmax_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + tl.program_id(0) * n + offs, mask=offs < n, other=-float("inf"))
+    tl.store(out_ptr + tl.program_id(0), tl.argmax(x, axis=0).to(tl.int64) + SHIFT)
+
+SHIFT = 0
+
+def argmax(x):
+    out = torch.empty(x.shape[0], dtype=torch.int64, device=x.device)
+    argmax_kernel[(x.shape[0],)](x, out, x.shape[1], BLOCK=triton.next_power_of_2(x.shape[1]))
+    return out
+"""
+
+
+def make_task(tmp_path, name, extra_yaml, kernel, reference):
+    d = tmp_path / name
+    d.mkdir()
+    (d / "task.yaml").write_text(f"id: {name}\n" + textwrap.dedent(HEADER) + textwrap.dedent(extra_yaml))
+    (d / "kernel.py").write_text(kernel)
+    (d / "reference.py").write_text(textwrap.dedent(reference))
+    return load_task(d)
+
+
+def grade(task, tmp_path, kernel=None):
+    ws = tmp_path / "ws"
+    if ws.exists():
+        import shutil
+        shutil.rmtree(ws)
+    ws.mkdir()
+    for rel in task.public_files():
+        (ws / rel).parent.mkdir(parents=True, exist_ok=True)
+        (ws / rel).write_bytes((task.root / rel).read_bytes())
+    if kernel is not None:
+        (ws / "kernel.py").write_text(kernel)
+    g = Grader(task, detect_profile("cpu-interpreter"), tmp_path / f"grading-{len(list(tmp_path.iterdir()))}",
+               GraderConfig(warm_worker=False))
+    return g.grade(ws, seed=1)
+
+
+def test_an_output_written_in_place_into_an_argument_is_graded(tmp_path, require_bwrap):
+    task = make_task(tmp_path, "scale-into", """
+        entry_point: kernel.py:scale_into
+        outputs: [{name: out, arg: 1}]
+        """, SCALE_INTO, """
+        import torch
+        def make_inputs(config, seed, device="cpu"):
+            g = torch.Generator().manual_seed(seed)
+            x = torch.randn(config["n"], generator=g)
+            return x.to(device), torch.zeros(config["n"]).to(device)
+        def reference(x, out):
+            return 2.0 * x.float()
+        """)
+    assert grade(task, tmp_path).score == 120.0
+    wrong = grade(task, tmp_path, SCALE_INTO.replace("FACTOR = 2.0", "FACTOR = 3.0"))
+    assert wrong.score == 20.0 and not wrong.correct
+    lazy = grade(task, tmp_path, SCALE_INTO.replace("tl.store(", "pass  # tl.store("))  # writes nothing into out
+    assert lazy.score == 20.0
+
+
+def test_an_integer_output_is_compared_exactly(tmp_path, require_bwrap):
+    task = make_task(tmp_path, "argmax", """
+        entry_point: kernel.py:argmax
+        seen_configs: [{rows: 4, n: 64, dtype: float32}]
+        interpreter_configs: [{rows: 3, n: 37, dtype: float32}, {rows: 5, n: 130, dtype: float32}]
+        config_space: {dims: {rows: {min: 1, max: 64}, n: {min: 1, max: 4096}}, dtypes: [float32]}
+        outputs: [{name: index, dtype: int64}]
+        """.replace("seen_configs", "seen_configs").strip("\n"), ARGMAX, """
+        import torch
+        def make_inputs(config, seed, device="cpu"):
+            g = torch.Generator().manual_seed(seed)
+            return (torch.randn(config["rows"], config["n"], generator=g).to(device),)
+        def reference(x):
+            return x.argmax(dim=-1)
+        """)
+    assert task.spec.outputs[0].rule_for(task.spec.interpreter_configs[0]) == "exact"
+    assert grade(task, tmp_path).score == 120.0
+    off_by_one = grade(task, tmp_path, ARGMAX.replace("SHIFT = 0", "SHIFT = 1"))
+    assert off_by_one.score == 20.0
+    assert "differ (exactly)" in "\n".join(off_by_one.stages[1].messages)
+
+
+def test_a_task_whose_tolerance_lets_zeros_pass_is_refused(tmp_path, require_bwrap):
+    task = make_task(tmp_path, "tiny-values", """
+        entry_point: kernel.py:scale_into
+        outputs: [{name: out, arg: 1}]
+        """, SCALE_INTO, """
+        import torch
+        def make_inputs(config, seed, device="cpu"):
+            return torch.zeros(config["n"]).to(device), torch.zeros(config["n"]).to(device)
+        def reference(x, out):
+            return 2.0 * x.float()
+        """)
+    with pytest.raises(TaskSpecError, match="all-zero output passes"):
+        grade(task, tmp_path)
+
+
+def test_set_comparison_ignores_order_along_the_last_dimension_only():
+    ref = torch.tensor([[3, 1, 2], [0, 5, 4]])
+    prepared = prepare_reference(ref, None, "set")
+    assert compare_output(ref[:, [2, 0, 1]], prepared, "int64", "set")[0]
+    assert not compare_output(ref[[1, 0]], prepared, "int64", "set")[0]  # rows swapped: not the same sets per row
+    assert not compare_output(ref[:, [2, 0, 1]], ref, "int64", "exact")[0]
+    assert "dtype" in compare_output(ref.int(), prepared, "int64", "set")[1]
+
+
+def test_trivial_outputs_are_detected_per_rule():
+    tol = Tolerance(atol=1e-2, rtol=1e-2)
+    assert trivial_output_passes(prepare_reference(torch.randn(8, 8), tol), "float32", tol) is None
+    assert "all-zero" in trivial_output_passes(prepare_reference(torch.zeros(8, 8), tol), "float32", tol)
+    assert "constant" in trivial_output_passes(prepare_reference(torch.full((8,), 7), None, "exact"), "int64")
+    assert trivial_output_passes(prepare_reference(torch.arange(8), None, "exact"), "int64") is None
