@@ -1,8 +1,9 @@
 """CUDA backend: CUDA C++ sources (``.cu``, ``.cpp``) built into a PyTorch extension by `torch.utils.cpp_extension`.
 
 The candidate writes kernels plus a binding, ``PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) { m.def("f", &f); }``,
-and the entry point ``kernel.cu:f`` names the function the module exports (the file part names a source; the whole
-extension is one module). The trusted build step (kernelgym/grader/build.py) runs this file as a script:
+and the entry point ``binding.cpp:f`` names the function the module exports (the file part names one of the
+sources; all of them build into one module). The trusted build step (kernelgym/grader/build.py) runs this file as a
+script:
 
     python cuda.py build SRC_DIR OUT_DIR FILE...
 
@@ -108,7 +109,8 @@ def _linkable() -> bool:
 
 
 def _device_archs() -> str:
-    """The visible GPUs' architectures, which a linked build targets (``sm_90``, ``gfx942``), or ``none``."""
+    """The visible GPUs' architectures, which a linked build targets (``sm_90``, ``gfx942``), or ``none``. Starts
+    CUDA in the calling process where a GPU is visible (the grader's parent has, to detect its hardware profile)."""
     import torch
     if not torch.cuda.is_available():
         return "none"
@@ -242,13 +244,14 @@ def _compile_only(name: str, sources: list[Path], out: Path) -> int:
     arch = COMPILE_ONLY_ARCH.removeprefix("sm_")
     jobs = []
     for i, s in enumerate(sources):
-        obj = str(out / f"{i}-{s.name}.o")
+        rel, obj = str(s.relative_to(out / "src")), str(out / f"{i}-{s.name}.o")  # errors then name `kernel.cu(21)`
         if s.suffix == ".cu":
-            argv = [nvcc, "-c", str(s), "-o", obj, *common, *cpp_extension.COMMON_NVCC_FLAGS, "--compiler-options",
+            argv = [nvcc, "-c", rel, "-o", obj, *common, *cpp_extension.COMMON_NVCC_FLAGS, "--compiler-options",
                     "-fPIC", f"-gencode=arch=compute_{arch},code=sm_{arch}", *EXTRA_CUDA_CFLAGS]
         else:
-            argv = [_cxx(), "-c", str(s), "-o", obj, *common, "-fPIC", *EXTRA_CFLAGS]
-        jobs.append((argv, subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)))
+            argv = [_cxx(), "-c", rel, "-o", obj, *common, "-fPIC", *EXTRA_CFLAGS]
+        jobs.append((argv, subprocess.Popen(argv, cwd=out / "src", stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                            text=True)))
     failed = 0
     for argv, proc in jobs:
         log = proc.communicate()[0]
