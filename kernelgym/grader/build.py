@@ -22,6 +22,8 @@ from kernelgym.sandbox import PYTHON, Limits, make_sandbox
 
 #: The file a finished build leaves in its directory; a directory without it is not a build.
 BUILT_MARKER = "BUILT"
+#: Files a source may include: part of the cache key.
+HEADER_SUFFIXES = (".h", ".hpp", ".cuh", ".inl", ".hip")
 
 
 def cache_root() -> Path:
@@ -48,10 +50,13 @@ def source_files(backend: ModuleType, source_dir: Path, editable_files: list[str
 
 
 def build_key(backend: ModuleType, source_dir: Path, files: list[str]) -> str:
-    """Cache key: the backend's toolchain id, each file's name and bytes, and every other source-like file beside
-    them (headers the sources may include)."""
+    """Cache key: the backend's toolchain id, each file's name and bytes, and every other source or header file beside
+    them (headers the sources may include). Nothing else in the directory counts: a grading directory also holds
+    the request and the harness's results, which differ per grading."""
     h = hashlib.sha256(backend.toolchain_id().encode())
-    for f in sorted(p for p in source_dir.rglob("*") if p.is_file() and "__pycache__" not in p.parts):
+    suffixes = (*backend.SOURCE_SUFFIXES, *HEADER_SUFFIXES)
+    for f in sorted(p for p in source_dir.rglob("*")
+                    if p.is_file() and p.suffix in suffixes and "__pycache__" not in p.parts):
         rel = str(f.relative_to(source_dir))
         h.update(rel.encode() + b"\0" + f.read_bytes() + b"\0" + (b"1" if rel in files else b"0"))
     return h.hexdigest()[:32]
