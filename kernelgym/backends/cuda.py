@@ -42,8 +42,9 @@ VENDORS = frozenset({"nvidia", "amd"})
 """NVIDIA through nvcc; AMD through PyTorch's hipify of the same sources (untested here)."""
 INTERPRETER_ENV = None
 SOURCE_SUFFIXES = (".cu", ".cpp")
-HEADER_SUFFIXES = (".h", ".cuh", ".hpp", ".inl")
-"""Copied into the build beside the sources (they may be included) but not compiled on their own."""
+HEADER_SUFFIXES = (".h", ".hpp", ".cuh", ".inl", ".hip")
+"""Copied into the build beside the sources (they may be included) but not compiled on their own; the same set
+kernelgym/grader/build.py puts in the cache key."""
 BUILDS = True
 PROMPT = ("Language: CUDA C++, built as a PyTorch C++ extension with torch.utils.cpp_extension (nvcc for .cu files, "
           "the host C++ compiler for .cpp files; flags -O3). One source must bind the entry function with "
