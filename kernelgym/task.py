@@ -88,7 +88,7 @@ class TaskSpec(BaseModel):
     editable_files: list[str] = Field(min_length=1)
     entry_point: str = Field(pattern=r"^[\w./-]+:\w+$")
     """``file:function`` the grader calls with the inputs: a Python file (Triton) or the source the backend builds
-    (``kernel.cu:gelu`` for CUDA: a function its PYBIND11 module exports)."""
+    (``binding.cpp:gelu`` for CUDA: a function the PYBIND11 module built from the sources exports)."""
     target_functions: list[str] = Field(default_factory=list)
     reference: str = Field(pattern=r"^[\w./-]+\.py:\w+$")
     input_builder: str = Field(pattern=r"^[\w./-]+\.py:\w+$")

@@ -94,3 +94,16 @@ def build(backend: ModuleType, source_dir: Path, editable_files: list[str], entr
         return BuildResult(True, final, log)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
+
+
+def copy_build(build_dir: Path, dest: Path) -> None:
+    """Copy what loading a build needs (its top-level files: the library, the markers; not the object files or the
+    copied sources) from the cache into `dest`, a new directory.
+
+    Raises:
+        FileExistsError: `dest` exists (something else put it there).
+    """
+    dest.mkdir()
+    for f in build_dir.iterdir():
+        if f.is_file() and not f.suffix == ".o" and f.name not in ("build.ninja", ".ninja_log", ".ninja_deps"):
+            shutil.copy2(f, dest / f.name)

@@ -46,6 +46,9 @@ from kernelgym.task import Task
 #: Config dtype names (torch's) to the keys of a hardware profile's `peak_tflops`.
 PEAK_KEY = {"float32": "fp32", "float16": "fp16", "bfloat16": "bf16"}
 
+#: Where a compiled candidate's build is copied in its grading directory (the request names it from the start).
+BUILD_DIR = ".build"
+
 NOT_MEASURED_ON_INTERPRETER = "not measured on the CPU interpreter (Triton interpreter timings mean nothing)"
 
 
@@ -170,6 +173,7 @@ class Grader:
             self.baseline_dir.mkdir()
             copy_candidate(task, task.root, self.baseline_dir)
         self.worker: GraderWorker | None = None
+        self._baseline_build: Path | None = None
         self._prepared: GradingSession | None = None
         self.session: GradingSession | None = None
         """The last grading's session (for benchmarks and tests)."""
@@ -360,26 +364,35 @@ class Grader:
         return parse_check_result(check, n), (None if timed is None else parse_time_result(timed, n))
 
     def _build(self, session: GradingSession) -> CheckResult | None:
-        """The compile gate of a compiled language: the baseline's and the candidate's builds (cached by their
-        sources). Returns a failed check result with the compiler log, or None when both built."""
-        spec, gpu = self.task.spec, not self.hardware.interpreter
-        results = {}
-        for who, src in (("baseline", self.baseline_dir), ("candidate", session.gdir)):
-            if who == "baseline" and not session.timed:
-                continue
-            results[who] = builds.build(self.backend, src, spec.editable_files, spec.entry_point,
-                                        sandbox=self.config.sandbox, gpu=gpu, timeout_s=self.config.timeout_s)
-            if not results[who].ok:
-                what = "the candidate's sources did not build" if who == "candidate" else "the baseline did not build"
-                return CheckResult("compile", False, [], f"{what}:\n{results[who].log[-6000:]}")
-        session.build_notes = [("built" if not r.cached else "build cached") + f" ({who})" for who, r in results.items()]
-        request = json.loads((session.gdir / REQUEST).read_text())
-        request["build_directory"] = str(results["candidate"].directory)
-        if "baseline" in results:
-            request["baseline_build_directory"] = str(results["baseline"].directory)
-        (session.gdir / REQUEST).unlink()
-        write_new(session.gdir / REQUEST, json.dumps(request).encode())
+        """The compile gate of a compiled language: the candidate's build (cached by its sources), copied into the
+        grading directory's `BUILD_DIR`, which the request named from the start (a warm worker read it before the
+        sources were known). No candidate code runs before the harness loads that copy. Returns a failed check
+        result with the compiler log, or None when it built."""
+        spec = self.task.spec
+        result = builds.build(self.backend, session.gdir, spec.editable_files, spec.entry_point,
+                              sandbox=self.config.sandbox, gpu=not self.hardware.interpreter,
+                              timeout_s=self.config.timeout_s)
+        if not result.ok:
+            return CheckResult("compile", False, [], f"the candidate's sources did not build:\n{result.log[-6000:]}")
+        builds.copy_build(result.directory, session.gdir / BUILD_DIR)
+        session.build_notes = ["build cached: sources unchanged" if result.cached else "built"]
         return None
+
+    def _baseline_built(self) -> Path:
+        """The pristine baseline's build (compiled languages), built once per grader (cached across graders).
+
+        Raises:
+            TaskSpecError: the task's own baseline does not build.
+        """
+        if self._baseline_build is None:
+            spec = self.task.spec
+            result = builds.build(self.backend, self.baseline_dir, spec.editable_files, spec.entry_point,
+                                  sandbox=self.config.sandbox, gpu=not self.hardware.interpreter,
+                                  timeout_s=self.config.timeout_s)
+            if not result.ok:
+                raise TaskSpecError(f"{self.task.root}: the task's baseline does not build:\n{result.log[-6000:]}")
+            self._baseline_build = result.directory
+        return self._baseline_build
 
     def _run_harness(self, gdir: Path, seed: int) -> tuple[dict, dict | None]:
         """Run harness.py on `gdir`: through the warm worker when one is up, else in a fresh sandboxed process.
@@ -454,6 +467,9 @@ class Grader:
         spec = self.task.spec
         tolerances = [[None if (t := spec.tolerance_for(o, cfg)) is None else t.model_dump() for o in spec.outputs]
                       for cfg in self.configs]
+        builds_here = self.backend.BUILDS
+        build_dirs = {"build_directory": str(gdir / BUILD_DIR) if builds_here else None,
+                      "baseline_build_directory": str(self._baseline_built()) if builds_here and timed else None}
         return Request(mode="grade", language=spec.language, directory=str(gdir), entry_point=spec.entry_point,
                        input_builder=spec.input_builder, builder_directory=str(self.baseline_dir),
                        configs=self.configs, seed=seed, device=self.device,
@@ -461,15 +477,13 @@ class Grader:
                        baseline_directory=str(self.baseline_dir) if timed else None,
                        warmup=self.config.warmup, reps=self.config.reps, rounds=self.config.rounds,
                        input_sets=self.config.input_sets, flush_bytes=self.hardware.flush_bytes,
-                       tolerances=tolerances)
+                       tolerances=tolerances, **build_dirs)
 
     def _readonly(self) -> list[Path]:
         """Paths the candidate's sandbox sees read-only besides `HARNESS_FILES`: the pristine baseline, and (compiled
-        languages) the build cache, which only the trusted build step writes."""
-        extra = [builds.cache_root()] if self.backend.BUILDS else []
-        if extra:
-            extra[0].mkdir(parents=True, exist_ok=True)
-        return [self.baseline_dir, *extra]
+        languages, where the baseline is timed) the baseline's build, which only the trusted build step wrote."""
+        timed = not self.hardware.interpreter and self.config.measure
+        return [self.baseline_dir, *([self._baseline_built()] if self.backend.BUILDS and timed else [])]
 
     def _harness_env(self) -> dict[str, str]:
         return dict(self.backend.INTERPRETER_ENV or {}) if self.hardware.interpreter else {}
