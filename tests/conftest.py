@@ -1,6 +1,15 @@
+"""Fixtures shared by the suite and the attack files (tests/attacks/): a workspace and a grading of the rmsnorm task
+on the CPU interpreter, an env, a sandbox, a grader whose harness results are fabricated (`fake_grader`), and two
+stand-ins for the GPU: a simulated device for the timing loop (`sim_device`) and fake CUDA streams, graphs and
+events for `harness.Timed` (`fake_cuda`)."""
+import contextlib
+import os
 import shutil
+from types import SimpleNamespace
 
 import pytest
+
+TASK_NAME = "triton-rmsnorm"
 
 
 @pytest.fixture(autouse=True)
@@ -14,3 +23,257 @@ def require_bwrap():
     # Not a skip: the suite's sandbox claims must be shown, so a missing bwrap fails loudly.
     if shutil.which("bwrap") is None:
         pytest.fail("bubblewrap is required for the test suite: apt-get install bubblewrap (.ci/run does this)")
+
+
+# -- the rmsnorm task on the CPU interpreter ----------------------------------------------------------------------
+@pytest.fixture
+def make_workspace(tmp_path):
+    """make_workspace(source=None, name="ws") -> a workspace under tmp_path with the task's public files, and
+    `source` as kernel.py when given."""
+    from kernelgym.discovery import get_task
+    task = get_task(TASK_NAME)
+
+    def _make(source=None, name="ws"):
+        ws = tmp_path / name
+        ws.mkdir()
+        for rel in task.public_files():
+            (ws / rel).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy(task.root / rel, ws / rel)
+        if source is not None:
+            (ws / "kernel.py").write_text(source)
+        return ws
+    return _make
+
+
+@pytest.fixture
+def grade(tmp_path, require_bwrap):
+    """grade(kernel_source, extra_files=None, config=None) -> Grade for a workspace holding that kernel.py (None: the
+    task's files as they are), on the CPU interpreter, seed 7."""
+    from kernelgym.discovery import get_task
+    from kernelgym.grader import Grader, GraderConfig
+    from kernelgym.hardware import detect_profile
+    task, hw = get_task(TASK_NAME), detect_profile("cpu-interpreter")
+
+    def _grade(source, extra_files=None, config=None):
+        ws = tmp_path / "ws"
+        shutil.rmtree(ws, ignore_errors=True)
+        ws.mkdir()
+        for rel in task.public_files():
+            shutil.copy(task.root / rel, ws / rel)
+        if source is not None:
+            (ws / "kernel.py").write_text(source)
+        for name, text in (extra_files or {}).items():
+            (ws / name).write_text(text)
+        return Grader(task, hw, tmp_path / "grading", config or GraderConfig()).grade(ws, seed=7)
+    return _grade
+
+
+@pytest.fixture
+def env(tmp_path, require_bwrap):
+    """A KernelArenaEnv of the rmsnorm task on the CPU interpreter (20 steps), closed after the test."""
+    from kernelgym.env import KernelArenaEnv
+    e = KernelArenaEnv(TASK_NAME, run_dir=tmp_path / "run", hardware="cpu-interpreter", max_steps=20)
+    yield e
+    e.close()
+
+
+@pytest.fixture
+def box(tmp_path, require_bwrap):
+    """A bubblewrap sandbox on a workspace laid out as an episode's (run/episodes/ep1/workspace), 30 s per command."""
+    from kernelgym.sandbox import BubblewrapSandbox, Limits
+    ws = tmp_path / "run" / "episodes" / "ep1" / "workspace"
+    ws.mkdir(parents=True)
+    return BubblewrapSandbox(ws, limits=Limits(timeout_s=30))
+
+
+# -- a grader whose harness 'ran' on a GPU ------------------------------------------------------------------------
+#: Small configs keep the parent's CPU references cheap; the arithmetic does not depend on size.
+FAKE_CONFIGS = [{"rows": 4, "hidden": 128, "dtype": "float16"}, {"rows": 8, "hidden": 256, "dtype": "bfloat16"},
+                {"rows": 3, "hidden": 1000, "dtype": "float16"}, {"rows": 16, "hidden": 512, "dtype": "bfloat16"},
+                {"rows": 64, "hidden": 1024, "dtype": "float16"}]
+
+
+def save_whole(obj, path):
+    """torch.save, whole or not at all (written aside, then renamed), as the harness writes its outputs."""
+    import torch
+    torch.save(obj, f"{path}.part")
+    os.replace(f"{path}.part", path)
+
+
+def fake_runs(t):
+    """100 candidate runs in 10 rounds of 10 whose per-round speedups are 1% either side of baseline / t."""
+    return [t / (0.99 if r % 2 else 1.01) for r in range(10) for _ in range(10)]
+
+
+@pytest.fixture
+def fake_grader(tmp_path, monkeypatch):
+    """fake_grader(times, wrong_timed=False, hardware=None, extra=None, wrong_checked=(), work="grading") -> a Grader
+    on a GPU profile (default the H200) whose harness 'ran' the baseline kernel and reported `times` (ms pairs, one
+    per config of `fake_grader.configs`), with `extra` fields added to every config's timing result. The checked
+    outputs of the configs in `wrong_checked` are zeros; with `wrong_timed`, so are the timed path's. `work`: the
+    grader's directory under tmp_path. The parent's
+    comparisons, statistics and roofline checks are real.
+
+    Attributes: ``configs``, ``h200`` (the profile), ``runs`` (`fake_runs`), ``task``."""
+    import torch
+
+    from kernelgym.discovery import get_task
+    from kernelgym.grader import Grader
+    from kernelgym.grader.protocol import OUTPUTS, check_seed, output_key, timed_output_name, verify_seed
+    from kernelgym.grader.reference import reference_outputs
+    from kernelgym.hardware import all_profiles
+    task, h200 = get_task(TASK_NAME), all_profiles()["h200"]
+    name = task.spec.outputs[0].name
+
+    def make(times, wrong_timed=False, hardware=None, extra=None, wrong_checked=(), work="grading"):
+        g = Grader(task, hardware or h200, tmp_path / work, configs=FAKE_CONFIGS)
+
+        def run_harness(gdir, seed):
+            outs = {}
+            for i, cfg in enumerate(g.configs):
+                dtype = getattr(torch, cfg["dtype"])
+                (ref,) = reference_outputs(task, cfg, check_seed(seed, i))
+                outs[output_key(i, name)] = (ref * (0 if i in wrong_checked else 1)).to(dtype)
+                (ref,) = reference_outputs(task, cfg, verify_seed(seed, i))
+                save_whole({output_key(i, name): (ref * (0 if wrong_timed else 1)).to(dtype)},
+                           gdir / timed_output_name(i))
+            save_whole(outs, gdir / OUTPUTS)
+            check = {"stage": "check", "ok": True, "error": None,
+                     "configs": [{"config": c, "ok": True, "error": None} for c in g.configs]}
+            timed = {"stage": "time", "ok": True, "persisting_l2_reset": True, "configs": [
+                {"config": c, "ok": True, "baseline_runs_ms": [b] * 100, "candidate_runs_ms": fake_runs(t),
+                 "baseline_mode": "cuda-graph", "candidate_mode": "cuda-graph", **(extra or {})}
+                for c, (b, t) in zip(g.configs, times)]}
+            return check, timed
+        monkeypatch.setattr(g, "_run_harness", run_harness)
+        return g
+    make.configs, make.h200, make.runs, make.task = FAKE_CONFIGS, h200, fake_runs, task
+    return make
+
+
+# -- the timing loop on a simulated device -----------------------------------------------------------------------
+class SimEvent:
+    """A CUDA event of the simulated device: the clock when it was recorded."""
+
+    def __init__(self, enable_timing=False, external=False):
+        self.t = None
+
+
+class SimDevice:
+    """A synchronous stand-in for one CUDA stream: every operation runs when queued, in order. `log` holds what ran
+    (refresh, poison, flush, run); `durations` each kernel's run lengths, in run order; `kernels` the kernels by
+    graph name (for replay)."""
+
+    #: The input sets of the pool, in order: pool[0] holds the verification inputs.
+    POOL = ["verify", "set1", "set2", "set3"]
+
+    def __init__(self):
+        self.clock, self.log, self.durations, self.kernels = 0.0, [], {"baseline": [], "candidate": []}, {}
+
+    def run(self, who):
+        """One kernel run of `who`, each a distinct length, remembered in run order."""
+        d = (1.0 if who == "baseline" else 2.0) + 0.001 * len(self.log)
+        self.durations[who].append(d)
+        self.log.append(("run", who))
+        self.clock += d
+
+    def kernel(self, who, inner, honest_on=tuple(POOL), block=None):
+        """A kernel on this device, shaped like `harness.Timed`: its output (one number, `out[0]`) is the index of
+        the input set it was given where that set is in `honest_on`; elsewhere it writes nothing (the output keeps
+        what was there). `inner`: a graph with events inside (else eager calls). Registered for replay."""
+        import torch
+
+        from kernelgym.grader import harness
+        block = torch.zeros(1) if block is None else block  # where its output goes (graphs may share one)
+        t = SimpleNamespace(who=who, inner=inner, graph=who if inner else None, start=SimEvent(), end=SimEvent(),
+                            out=(block,), out_address=id(block), given=None)
+
+        def refresh(values):
+            self.log.append(("refresh", values))
+            t.given = values
+        t.refresh = refresh
+        t.poison = lambda: harness._fill(t.out[0], float("nan")) if t.graph is not None else None  # as Timed.poison
+
+        def call():
+            if t.graph is not None:
+                harness._replay(t.graph)
+            else:
+                self.run(who)
+            if t.given in honest_on:
+                block[0] = float(self.POOL.index(t.given))
+        t.call = call
+        self.kernels[who] = t
+        return t
+
+    def expected(self):
+        """What every run must output per input set of `POOL`: its index (one output per run)."""
+        import torch
+        return [(torch.tensor([float(i)]),) for i in range(len(self.POOL))]
+
+
+@pytest.fixture
+def sim_device(monkeypatch):
+    """A `SimDevice` that the harness's timing functions (events, replay, synchronize, flush, fill) run on."""
+    from kernelgym.grader import harness
+    d = SimDevice()
+
+    def replay(graph):  # a graph with events inside: launch (0.5), start, the kernel, end, graph end (0.5)
+        t = d.kernels[graph]
+        d.clock += 0.5
+        t.start.t = d.clock
+        d.run(graph)
+        t.end.t = d.clock
+        d.clock += 0.5
+
+    def record(ev):
+        ev.t = d.clock
+    monkeypatch.setattr(harness, "_Event", SimEvent)
+    monkeypatch.setattr(harness, "_record", record)
+    monkeypatch.setattr(harness, "_replay", replay)
+    monkeypatch.setattr(harness, "_synchronize", lambda: None)
+    monkeypatch.setattr(harness, "_elapsed", lambda s, e: e.t - s.t)
+    monkeypatch.setattr(harness, "_sum", lambda flush: d.log.append(("flush",)))
+    monkeypatch.setattr(harness, "_fill", lambda out, v: (d.log.append(("poison",)), out.fill_(v)))
+    return d
+
+
+@pytest.fixture
+def fake_cuda(monkeypatch):
+    """Stand-ins for CUDA streams, graphs and events: enough to construct `harness.Timed` without a GPU. Replaying
+    a graph runs nothing. Returns the list of streams each capture began on."""
+    from kernelgym.grader import harness
+    streams, captured_on = [], []
+
+    class Stream:
+        def __init__(self):
+            streams.append(self)
+
+        def wait_stream(self, other):
+            pass
+
+    current = {"s": None}
+
+    @contextlib.contextmanager
+    def on(stream):
+        before, current["s"] = current["s"], stream
+        yield
+        current["s"] = before
+
+    class Graph:
+        def capture_begin(self, pool=None):
+            captured_on.append(current["s"])
+
+        def capture_end(self):
+            pass
+
+    monkeypatch.setattr(harness, "_streams", {}, raising=False)
+    monkeypatch.setattr(harness.torch.cuda, "Stream", Stream)
+    monkeypatch.setattr(harness.torch.cuda, "stream", on)
+    monkeypatch.setattr(harness.torch.cuda, "current_stream", lambda: Stream.__new__(Stream))
+    monkeypatch.setattr(harness, "_CUDAGraph", Graph)
+    monkeypatch.setattr(harness, "_Event", SimEvent)
+    monkeypatch.setattr(harness, "_record", lambda ev: None)
+    monkeypatch.setattr(harness, "_replay", lambda graph: None)
+    monkeypatch.setattr(harness, "_synchronize", lambda: None)
+    monkeypatch.setattr(harness, "_elapsed", lambda s, e: 1.0)
+    return captured_on

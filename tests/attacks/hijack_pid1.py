@@ -1,9 +1,33 @@
-# Found by adversarial reviews (2026-11-29): code in the sandbox ptraces bubblewrap's pid 1 (same uid, dumpable),
-# clears its parent-death signal, copies bwrap's eventfd out of it (pidfd_getfd) and makes it exec a script that
-# never exits (a heartbeat file every 0.5 s), then writes 1 to the eventfd: the outer bwrap takes it for the
-# command's exit and exits, leaving pid 1 running outside bwrap's process group and parentage.
-# Prepended to a kernel or run as a script by the tests; needs x86-64 and ptrace of an ancestor allowed (Yama 0).
-import ctypes as _ct, os as _os, sys as _sys, struct as _st
+"""Attack: code in the sandbox takes over bubblewrap's pid 1 (same uid, dumpable): it ptraces it, clears its
+parent-death signal, copies bwrap's eventfd out of it (pidfd_getfd) and makes it exec a script that never exits (a
+heartbeat file every 0.5 s), then writes 1 to the eventfd: the outer bwrap takes it for the command's exit and
+exits, leaving pid 1 running outside bwrap's process group and parentage. Found by adversarial reviews
+(2026-11-29); needs x86-64 and ptrace of an ancestor allowed (no Yama, or Yama 0), else the tests skip.
+
+Defence: `pidfd_kill_sandbox_init` (bwrap reports its pid 1, and the env kills it by a pidfd: killing a pid
+namespace's init kills everything in it). The tests run the sandbox without the seccomp filter and with pid 1's
+memory unmasked, which refuse the hijack's ptrace and its writes to /proc/1/mem on their own
+(`seccomp_process_access`: ptrace_from_sandbox.py; `pid1_memory_masked`: write_pid1_memory.py): they test the
+kill that still holds where the filter cannot be built.
+Honest twin: the grading in which the attack runs is the baseline's, and a shell command's: nothing outlives either.
+
+`HIJACK_PID1` is the payload, prepended to a kernel or run as a script; it is a string so that collecting this
+file never runs it.
+"""
+import os
+import sys
+import time
+
+import pytest
+
+from kernelgym.discovery import get_task
+from kernelgym.grader import Grader, GraderConfig
+from kernelgym.hardware import detect_profile
+
+TASK = get_task("triton-rmsnorm")
+BASELINE = (TASK.root / "kernel.py").read_text()
+
+HIJACK_PID1 = r'''import ctypes as _ct, os as _os, sys as _sys, struct as _st
 def _hijack():
     _d = _os.path.dirname(_os.path.abspath(__file__))
     _log = open(_os.path.join(_d, "hijack.log"), "a")
@@ -76,3 +100,60 @@ except Exception as _e:
     import traceback as _tb
     open(_os.path.join(_os.path.dirname(_os.path.abspath(__file__)), "hijack.log"), "a").write(_tb.format_exc())
 # --- end of attack prefix (v2) ---
+'''
+
+
+def _processes_mentioning(text):
+    pids = []
+    for d in os.listdir("/proc"):
+        try:
+            if d.isdigit() and text in open(f"/proc/{d}/cmdline").read():
+                pids.append(int(d))
+        except OSError:
+            pass
+    return pids
+
+
+def _without_seccomp(monkeypatch):
+    """Sandboxes started from here on run without the seccomp filter and with pid 1's memory unmasked, which
+    refuse the hijack's ptrace and its writes to /proc/1/mem (ptrace_from_sandbox.py, write_pid1_memory.py): the
+    hijack tests test the second defence, the kill of the sandbox's pid 1 by pidfd."""
+    from kernelgym import sandbox, seccomp
+    monkeypatch.setattr(seccomp, "program_fd", lambda: None)
+    monkeypatch.setattr(sandbox, "PID1_MEMORY_MASK", [])
+
+
+def _assert_nothing_outlives(run, directory):
+    """Call `run`, in which the hijack attack runs from `directory`; then no process may still mention it."""
+    try:
+        run()
+        log = (directory / "hijack.log").read_text() if (directory / "hijack.log").exists() else ""
+        if "execve injected" not in log:
+            pytest.skip(f"the attack could not run here (ptrace of an ancestor refused?): {log[-300:]}")
+        deadline = time.monotonic() + 10
+        while _processes_mentioning(str(directory)) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert not _processes_mentioning(str(directory)), f"a process from {directory} outlived its sandbox"
+    finally:
+        for pid in _processes_mentioning(str(directory)):
+            os.kill(pid, 9)
+
+
+@pytest.mark.timeout(180)
+def test_a_hijacked_sandbox_init_does_not_outlive_the_grading(tmp_path, require_bwrap, monkeypatch, make_workspace):
+    ws = make_workspace(HIJACK_PID1 + "\n" + BASELINE)
+    grader = Grader(TASK, detect_profile("cpu-interpreter"), tmp_path / "grading", GraderConfig(timeout_s=60.0))
+    _without_seccomp(monkeypatch)
+    grader.start_worker(seed=7)
+    _assert_nothing_outlives(lambda: grader.grade(ws, seed=7), grader._prepared.gdir)
+
+
+@pytest.mark.timeout(120)
+def test_a_hijacked_sandbox_init_does_not_outlive_a_shell_command(tmp_path, require_bwrap, monkeypatch):
+    from kernelgym.sandbox import BubblewrapSandbox, Limits
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "attack.py").write_text(HIJACK_PID1)
+    _without_seccomp(monkeypatch)
+    _assert_nothing_outlives(
+        lambda: BubblewrapSandbox(ws).run(f"{sys.executable} attack.py; sleep 100", limits=Limits(timeout_s=30)), ws)

@@ -1,8 +1,27 @@
-# Found by an adversarial review (2026-11-29), prepended to a kernel by tests/test_grader.py: a second grading run. Run 1 injects "run deadbeef <request>" into the worker's stdin (/proc/1/fd/0) and
-# spoils the worker's reply line (one 'X' without newline on /proc/1/fd/1), so the parent ignores it. The worker
-# then forks run 2 from its own memory, which still holds the parent's token (freed strings); run 2 finds it by
-# scanning its heap and, once its results are written, forges the reply "done 0 TOKEN PATH".
-import os, json, time, re, threading
+"""Attack: a second grading run. Run 1 injects "run deadbeef <request>" into the warm worker's stdin
+(/proc/1/fd/0, through bwrap's pid 1) and spoils the worker's reply line (one 'X' without a newline on
+/proc/1/fd/1), so the parent would ignore it. The worker then forked run 2 from its own memory, which still held
+the parent's token (freed strings); run 2 found it by scanning its heap and, once its results were written, forged
+the reply "done 0 TOKEN PATH". Found by an adversarial review (2026-11-29).
+
+Defence: `one_run_per_worker` (a worker that grades untrusted code exits after its one run, and the grader stops
+it; the reply with junk in front is still read: `worker_reply_token`, forged_worker_reply.py).
+Honest twin: the kernel behind the payload is the baseline, and is graded 120 without waiting for a timeout.
+
+`SECOND_RUN` is the payload, prepended to a kernel; it is a string so that collecting this file never runs it.
+"""
+import time
+
+import pytest
+
+from kernelgym.discovery import get_task
+from kernelgym.grader import Grader, GraderConfig
+from kernelgym.hardware import detect_profile
+
+TASK = get_task("triton-rmsnorm")
+BASELINE = (TASK.root / "kernel.py").read_text()
+
+SECOND_RUN = r'''import os, json, time, re, threading
 _d = os.path.dirname(os.path.abspath(__file__))
 _req = os.path.join(_d, "request.json")
 def _log(s):
@@ -33,3 +52,22 @@ else:
                 os.write(os.open("/proc/1/fd/1", os.O_WRONLY | os.O_NONBLOCK), b"done 0 " + t + b" " + _req.encode() + b"\n")
             _log("forged reply written")
     _h._write = _write
+'''
+
+
+@pytest.mark.timeout(240)
+def test_a_run_queued_in_the_workers_stdin_is_never_served(tmp_path, require_bwrap, make_workspace):
+    # SECOND_RUN writes "run ... request.json" into the worker's stdin through /proc/1/fd/0 and puts an 'X' in front
+    # of the worker's reply; the worker used to serve that run after answering, in a fork whose memory still held
+    # the token, so the second run could forge the reply. Now the reply is still read and the worker exits after
+    # its one run.
+    ws = make_workspace(SECOND_RUN + "\n" + BASELINE)
+    grader = Grader(TASK, detect_profile("cpu-interpreter"), tmp_path / "grading", GraderConfig(timeout_s=60.0))
+    grader.start_worker(seed=5)
+    gdir = grader._prepared.gdir
+    t = time.monotonic()
+    g = grader.grade(ws, seed=5)
+    assert g.score == 120.0 and time.monotonic() - t < 30, g.summary()  # the spoiled reply was still taken
+    time.sleep(2)
+    runs = (gdir / "runs.txt").read_text()
+    assert runs.count("imported") == 1, runs

@@ -1,0 +1,340 @@
+"""Every defence of the grader and the sandbox, in one place: what it blocks, why it and not another, where it
+lives and the test that attacks it. `docs/THREAT_MODEL.md` lists the same entries.
+
+Plain data, standard library only: importing this module imports nothing of the grader, so a rename there cannot
+break it (tests/test_defences.py says which entry to update instead).
+
+To add a defence:
+
+1. Write the attack first, as ``tests/attacks/<attack>.py``, named after what it tries (``nan_output.py``, not
+   ``test_compare.py``). Its module docstring says the attack, the names of the defences it tests, and the honest
+   twin (a kernel or command that does the same legitimately); where a twin exists, a test asserts it scores
+   normally. The file must fail without the defence. ``tests/attacks/conftest.py`` collects every file there.
+2. Add a `Defence` below, in the group it belongs to. ``attack_test`` names that file; several defences share one
+   file only where they block the same attack.
+3. Add its row to the table in ``docs/THREAT_MODEL.md``.
+
+``tests/test_defences.py`` fails until all three agree: every entry has an attack file with a test function whose
+docstring names it, every attack file is named by an entry, every ``lives_in`` resolves, and the threat model lists
+every name. An attack that needs a GPU lives in ``benchmarks/attacks.py`` (run on the H200, not in CI): name it as
+``benchmarks/attacks.py::<name>`` with ``runs_on="gpu"``, but prefer a CI test on the simulated device or the fake
+CUDA fixtures of ``tests/conftest.py`` where one can show the defence.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Defence:
+    """One defence."""
+
+    name: str
+    """Short snake_case id, unique; what docs and tests call it."""
+    blocks: str
+    """The attack it blocks, in one line."""
+    rationale: str
+    """Why this defence, and not another."""
+    lives_in: str
+    """Where it is implemented: ``"module:qualname"`` (e.g. ``"kernelgym.grader.untrusted:read_untrusted"``) or
+    ``"module"``."""
+    attack_test: str
+    """The test that performs the attack: ``"tests/attacks/<attack>.py"`` (or ``"benchmarks/attacks.py::<name>"``)."""
+    runs_on: str
+    """``"ci"`` (the suite, no GPU) or ``"gpu"`` (benchmarks/attacks.py on the H200)."""
+
+
+def _a(attack: str) -> str:
+    return f"tests/attacks/{attack}.py"
+
+
+DEFENCES: tuple[Defence, ...] = (
+    # -- the sandbox: what code in it (the agent's commands, the candidate kernel) can reach ----------------------
+    Defence("no_network", "code in the sandbox reaching the network, loopback services of the host included",
+            "bwrap --unshare-all gives an empty network namespace: nothing to filter or keep up to date, and "
+            "loopback is cut too (a firewall rule would leave 127.0.0.1)",
+            "kernelgym.sandbox:BubblewrapSandbox.argv", _a("network_from_sandbox"), "ci"),
+    Defence("read_only_system", "writing outside the workspace: the host's /etc and /usr, the venv, the run directory",
+            "every system path is a read-only bind and only the workspace is bound writable; permissions alone would "
+            "not hold, since the sandbox runs as root where the env does",
+            "kernelgym.sandbox:BubblewrapSandbox._mounts", _a("write_outside_workspace"), "ci"),
+    Defence("mount_allowlist", "reading private data: the task directories (reference, task.yaml), other episodes, "
+            "the home directory, the grader's state",
+            "mounts are an allowlist (system directories, this Python, the workspace): a blocklist misses whatever "
+            "is added to the host later",
+            "kernelgym.sandbox:BubblewrapSandbox._mounts", _a("read_private_files"), "ci"),
+    Defence("clean_environment", "reading the host's environment variables (API keys) from the sandbox",
+            "the environment is built fresh with a short passthrough list of device and safety switches; stripping "
+            "known secret names would miss new ones",
+            "kernelgym.sandbox:clean_env", _a("read_host_environment"), "ci"),
+    Defence("drop_all_capabilities", "root in the sandbox remounting the read-only binds writable and escaping",
+            "--cap-drop ALL in every sandbox, shell commands included: started by root, bwrap otherwise keeps "
+            "CAP_SYS_ADMIN; a non-root user is better still (README, known limits)",
+            "kernelgym.sandbox:BubblewrapSandbox.argv", _a("remount_readonly_binds"), "ci"),
+    Defence("read_only_sysctls", "host root through /proc/sys (kernel.core_pattern runs a program as host root)",
+            "sysctl files check only the uid, not capabilities, so dropping capabilities is not enough: /proc/sys and "
+            "/proc/sysrq-trigger are bound read-only",
+            "kernelgym.sandbox:BubblewrapSandbox._mounts", _a("write_host_sysctl"), "ci"),
+    Defence("seccomp_process_access", "reaching into another process of the same user (bwrap's pid 1, the worker): "
+            "ptrace, process_vm_readv/writev, pidfd_getfd, process_madvise, kcmp; and io_uring",
+            "a seccomp filter refuses the few system calls that reach into other processes, with EPERM (a program "
+            "that probes them gets an error, not a crash); io_uring is refused because a filter cannot see its "
+            "operations",
+            "kernelgym.seccomp:program", _a("ptrace_from_sandbox"), "ci"),
+    Defence("seccomp_other_abis", "making the refused system calls through another ABI (int 0x80, x32), whose "
+            "numbers differ",
+            "the filter checks the ABI of every call first and refuses all but the native one, rather than listing "
+            "each ABI's numbers",
+            "kernelgym.seccomp:program", _a("int80_syscall_bypass"), "ci"),
+    Defence("pid1_memory_masked", "rewriting bwrap's pid 1 through /proc/1/mem (no ptrace needed) to clear its "
+            "parent-death signal and outlive the sandbox",
+            "/proc/1/mem and /proc/1/task/1/mem are covered by /dev/null binds: pid 1 stays dumpable (bwrap's), so "
+            "the file itself must be out of reach",
+            "kernelgym.sandbox:PID1_MEMORY_MASK", _a("write_pid1_memory"), "ci"),
+    Defence("pidfd_kill_sandbox_init", "a hijacked sandbox pid 1 leaving bwrap's process group and living on after "
+            "the command or grading",
+            "bwrap reports its pid 1 (--info-fd) and the env kills it by a pidfd: killing a pid namespace's init kills "
+            "everything in it, whatever it did to its process group or parentage; still holds where the seccomp "
+            "filter cannot be built",
+            "kernelgym.sandbox:kill_group", _a("hijack_pid1"), "ci"),
+    Defence("process_group_kill", "background children of a command surviving its timeout",
+            "each command runs in its own session and the whole group is killed on timeout and on success: killing "
+            "only the top process leaves the rest running",
+            "kernelgym.sandbox:run_limited", _a("background_process_outlives_timeout"), "ci"),
+    Defence("output_head_tail_cut", "a command printing without end to exhaust the env's memory and the observation",
+            "output is read as it comes and only its head and tail are kept, with a count of what was cut: a "
+            "policy still sees the error at the end",
+            "kernelgym.sandbox:run_limited", _a("flood_command_output"), "ci"),
+    Defence("address_space_limit", "one process allocating the host's memory",
+            "RLIMIT_AS per process (not applied with a GPU, whose runtimes reserve far more address space than they "
+            "use); there is no memory cgroup yet (README, known limits)",
+            "kernelgym.sandbox:_set_limits", _a("exhaust_host_memory"), "ci"),
+    Defence("tmpfs_size_cap", "filling the sandbox's RAM-backed /tmp or /dev/shm, which RLIMIT_AS does not cover",
+            "both are private tmpfs mounts with a size cap",
+            "kernelgym.sandbox:BubblewrapSandbox._mounts", _a("exhaust_host_memory"), "ci"),
+    Defence("no_descriptor_leak", "commands bwrap cannot start (a NUL byte in an argument) leaking a descriptor each, "
+            "until the env runs out",
+            "the --info-fd pipe and the seccomp memfd are closed in a finally, also where Popen raised",
+            "kernelgym.sandbox:_spawn", _a("nul_byte_command"), "ci"),
+
+    # -- the env's file actions, which run in the trusted process ---------------------------------------------------
+    Defence("file_action_confinement", "a file action following a symlink out of the workspace, or an error that "
+            "says where a link resolves (through /proc/self it names the env's own files)",
+            "the path is resolved with symlinks followed and must lie inside the workspace; the final open uses "
+            "O_NOFOLLOW against a link swapped in between; the error never names the target",
+            "kernelgym.workspace:resolve_in_workspace", _a("symlink_escape_file_action"), "ci"),
+    Defence("file_action_regular_files", "a FIFO or device planted by a shell command hanging a file action",
+            "files are opened O_NONBLOCK and only regular files are accepted, checked on the open descriptor",
+            "kernelgym.env:_open_regular", _a("fifo_and_huge_workspace_files"), "ci"),
+    Defence("file_action_read_cap", "a huge (sparse) file read whole into the env by read_file or edit_file",
+            "at most the observation's length is read; edit_file refuses longer files instead of cutting them",
+            "kernelgym.env:_read_capped", _a("fifo_and_huge_workspace_files"), "ci"),
+    Defence("owner_only_run_dirs", "a setuid file the agent (root in the sandbox) leaves for other host users",
+            "episode and grading directories are created 0700, so nothing under them is reachable by another user "
+            "whatever its mode",
+            "kernelgym.env:KernelArenaEnv.reset", _a("setuid_file_for_host_users"), "ci"),
+
+    # -- the grading directory: what is copied in, and how the parent reads what the candidate wrote -----------------
+    Defence("pristine_task_files", "editing the workspace's reference (or any public file) to agree with a wrong "
+            "kernel",
+            "only the editable files are taken from the workspace; every other file is copied pristine from the "
+            "task, and the parent's reference is loaded from the task directory, never a workspace",
+            "kernelgym.grader.files:copy_public", _a("tampered_reference"), "ci"),
+    Defence("input_builder_from_pristine_copy", "a reference.py in the grading directory that builds degenerate "
+            "inputs (zeros) for the candidate",
+            "the harness loads the input builder from the read-only pristine baseline copy, before any candidate "
+            "code runs, not from the grading directory the candidate can write",
+            "kernelgym.grader.harness:prepare", _a("tampered_input_builder"), "ci"),
+    Defence("no_symlinked_editable_files", "an editable file, or a directory on its path, that is a symlink to host "
+            "or private data, copied into the grading directory by the trusted parent",
+            "the parent's real path of the file's directory must be the workspace's, and the file is opened with "
+            "O_NOFOLLOW: only the last component would be checked otherwise",
+            "kernelgym.grader.files:copy_editable", _a("symlink_editable_file"), "ci"),
+    Defence("editable_file_cap", "a huge, sparse or special editable file exhausting or hanging the parent that "
+            "copies it",
+            "read as a regular file of at most MAX_EDITABLE_BYTES; anything else is a compile-stage problem",
+            "kernelgym.grader.files:copy_editable", _a("huge_editable_file"), "ci"),
+    Defence("no_write_through_links", "a link planted in the grading directory redirecting the parent's writes to "
+            "a host file",
+            "the parent creates every file with O_EXCL | O_NOFOLLOW: it never writes through anything already there",
+            "kernelgym.grader.files:write_new", _a("planted_link_in_grading_dir"), "ci"),
+    Defence("untrusted_file_reader", "a FIFO, directory, device or symlink in place of a result file, hanging the "
+            "parent or pointing it at a host file",
+            "every candidate-written file is opened O_NOFOLLOW | O_NONBLOCK and read only as a regular file under a "
+            "size cap; failures are grade messages",
+            "kernelgym.grader.untrusted:read_untrusted", _a("fifo_result_file"), "ci"),
+    Defence("candidate_text_capped", "nested or huge JSON in a result crashing the parser or the grade's "
+            "serialization",
+            "JSON errors (RecursionError included) are file errors, and the result is parsed at the boundary: "
+            "every value the candidate reports reaches the grade as a string cut to its tail, never as a structure",
+            "kernelgym.grader.protocol:parse_check_result", _a("nested_json_result"), "ci"),
+    Defence("unpacked_size_cap", "a zip bomb as outputs.pt: a few MB on disk, gigabytes in the trusted parent",
+            "the archive's total uncompressed size is checked before loading, against a cap from the references' "
+            "sizes (GradingSession.max_output_bytes)",
+            "kernelgym.grader.untrusted:load_tensors_untrusted", _a("zip_bomb_outputs"), "ci"),
+    Defence("weights_only_load", "a pickle in outputs.pt that runs code in the trusted parent when loaded",
+            "torch.load with weights_only=True: only tensors and plain containers are rebuilt, no code runs",
+            "kernelgym.grader.untrusted:load_tensors_untrusted", _a("pickle_in_outputs"), "ci"),
+    Defence("grading_dir_bound_alone", "the candidate renaming its grading directory and putting a symlink (to /) "
+            "in its place, so the parent reads and writes elsewhere",
+            "the prepared worker's sandbox binds only that grading directory, a mount point the candidate cannot "
+            "rename or replace",
+            "kernelgym.grader.grader:Grader.start_worker", _a("swap_grading_dir"), "ci"),
+    Defence("outputs_reread_when_replaced", "the candidate writing outputs.pt itself, with the right answers, before "
+            "the harness writes its own (wrong) one, so the early comparison grades the forgery",
+            "the final comparison, made when no candidate code runs, checks each file's identity (inode, size, "
+            "ctime, which a process cannot set) and compares again whatever changed since it was read early",
+            "kernelgym.grader.session:GradingSession.compared", _a("forged_outputs_early"), "ci"),
+
+    # -- the candidate's process and the trusted parent ---------------------------------------------------------------
+    Defence("candidate_in_own_process", "a crash or an out-of-bounds write in the kernel taking the env down",
+            "the candidate runs in a sandboxed process of its own; a dead process is a failed stage (compile before "
+            "its import finished, correctness after)",
+            "kernelgym.grader.grader:Grader._run_harness", _a("crash_the_harness"), "ci"),
+    Defence("harness_timeout", "a kernel that never returns, hanging the grading",
+            "the harness process runs under GraderConfig.timeout_s and its whole process group is killed at the "
+            "limit; the grade says so",
+            "kernelgym.grader.grader:Grader._run_harness", _a("hang_forever"), "ci"),
+    Defence("correctness_in_trusted_parent", "patching allclose, the comparison or the reference in the candidate's "
+            "process to pass a wrong output",
+            "the harness only saves outputs; the parent compares them with a reference it computed itself from the "
+            "pristine task, so nothing the candidate patches takes part in the decision",
+            "kernelgym.grader.grader:Grader.check_correctness", _a("patch_the_checker"), "ci"),
+    Defence("every_config_every_element", "computing only part of the output, or only on some shapes",
+            "every element of every seen config's output is compared with the reference, and a config that fails "
+            "fails the gate; unseen configs (UnseenConfigEval) test shapes the agent never saw",
+            "kernelgym.grader.grader:Grader.check_correctness", _a("partial_output"), "ci"),
+
+    # -- the warm worker and its reply ---------------------------------------------------------------------------------
+    Defence("worker_reply_token", "the candidate writing a forged reply ('done', 'unprepared') into the worker's "
+            "stdout through bwrap's pid 1 (/proc/1/fd/1)",
+            "every reply must end with a random token sent with the request, which the worker read before any "
+            "candidate code ran; words are read from the line's end, so junk in front does not spoil a real reply",
+            "kernelgym.grader.worker:GraderWorker.request", _a("forged_worker_reply"), "ci"),
+    Defence("no_retry_once_started", "a candidate that exits early, deletes its log and forges 'unprepared' to be "
+            "run again in a fresh process (a second look at the inputs)",
+            "the worker says 'started' and waits for the parent's 'go' before any candidate code runs; after that "
+            "the parent takes no 'unprepared', and a result stands whatever the candidate did",
+            "kernelgym.grader.worker:GraderWorker.request", _a("forged_worker_reply"), "ci"),
+    Defence("one_run_per_worker", "a run queued through the worker's stdin (/proc/1/fd/0) and served after the reply, "
+            "in a fork whose memory still holds the parent's token",
+            "a worker that grades untrusted code exits after its one run (--one-run), and the grader stops it: "
+            "nothing a candidate did to it reaches another run",
+            "kernelgym.grader.harness:serve", _a("second_run"), "ci"),
+    Defence("kill_others_before_reply", "processes the candidate left behind reading the worker's reply (and its "
+            "token) from /proc/1/fd/1, or forging replies after it",
+            "before each reply the worker kills every other process in its pid namespace and waits until none can "
+            "run user code; the reply is one write",
+            "kernelgym.grader.harness:_kill_others", _a("steal_worker_reply"), "ci"),
+    Defence("bounded_reply_read", "the candidate writing to the worker's stdout forever, without a newline, to hang "
+            "or exhaust the parent",
+            "the parent reads raw chunks with the deadline checked on each and keeps at most MAX_REPLY_BYTES",
+            "kernelgym.grader.worker:GraderWorker.request", _a("flood_worker_pipe"), "ci"),
+    Defence("worker_not_dumpable", "the candidate (a child of the worker, same uid) opening the worker's "
+            "/proc/<pid>/mem to change how later requests are served",
+            "the worker makes itself non-dumpable (prctl PR_SET_DUMPABLE 0) at start; with every capability dropped, "
+            "no process in the sandbox may open its memory",
+            "kernelgym.grader.harness:serve", _a("worker_memory_from_candidate"), "ci"),
+
+    # -- what the harness checks in the candidate's process ------------------------------------------------------------
+    Defence("triton_launch_required", "a Triton kernel defined but never launched, with a PyTorch fallback doing the "
+            "work",
+            "for Triton tasks a config fails when no @triton.jit function from the candidate's own files was "
+            "launched; a static scan of the source is fooled by dead code. A token launch beside PyTorch compute "
+            "still passes (README, known limits)",
+            "kernelgym.backends.triton:LaunchCounter", _a("pytorch_fallback_no_launch"), "ci"),
+    Defence("plain_tensor_outputs", "a tensor subclass as output, whose __torch_function__ computes lazily when the "
+            "output is compared or copied out, outside the timed window",
+            "outputs must be exactly torch.Tensor, checked at the check, at capture (no eager fallback for it) and "
+            "in the timed runs; a plain tensor has no hook to run",
+            "kernelgym.grader.harness:_plain", _a("tensor_subclass_output"), "ci"),
+    Defence("no_torch_mode_active", "a torch function or dispatch mode entered at import, filling a returned "
+            "(zero) tensor when the harness copies it out",
+            "no mode may be active when an output is taken: a mode sees every torch call the harness makes",
+            "kernelgym.grader.harness:_plain", _a("torch_mode_left_active"), "ci"),
+
+    # -- comparing with the reference ----------------------------------------------------------------------------------
+    Defence("non_finite_never_pass", "NaN or Inf outputs passing a comparison (NaN compares False both ways)",
+            "the elementwise test err <= bound is False for NaN, and NaN/Inf where the reference is finite is "
+            "reported as such; where the reference itself is NaN anything goes",
+            "kernelgym.grader.compare:_compare", _a("nan_output"), "ci"),
+    Defence("relative_l2_guard", "constant or all-zero outputs clearing a loose absolute tolerance when the true "
+            "values are tiny",
+            "besides the elementwise bound, a relative L2 error above MAX_REL_L2 fails, over the reference's finite "
+            "values (a NaN in the reference must not switch it off)",
+            "kernelgym.grader.compare:MAX_REL_L2", _a("zero_output_small_values"), "ci"),
+    Defence("trivial_output_task_check", "an all-zero or constant output passing because the task's tolerance "
+            "or reference cannot tell it from a working kernel",
+            "the grader checks the task, not only the candidate: on the seen configs, where a zero or constant "
+            "output would pass the prepared reference, grading stops with a TaskSpecError naming the task",
+            "kernelgym.grader.compare:trivial_output_passes", _a("zero_output_small_values"), "ci"),
+    Defence("shape_and_dtype_match", "an output of a lower precision (or another shape) compared as if it were the "
+            "config's",
+            "the output's dtype must be the config's and its shape the reference's; the tolerance is per dtype",
+            "kernelgym.grader.compare:_compare", _a("wrong_dtype_or_shape_output"), "ci"),
+    Defence("dense_real_cpu_tensor_only", "an exotic tensor (meta, sparse, quantized, complex) or a non-tensor that "
+            "makes the comparison misbehave",
+            "only dense real strided CPU tensors are compared; any error while comparing is a failed comparison",
+            "kernelgym.grader.compare:compare_output", _a("exotic_output_tensor"), "ci"),
+
+    # -- timing (in the candidate's process: README, known limits) -----------------------------------------------------
+    Defence("timer_bound_before_import", "patching torch.cuda.Event.record, synchronize, CUDAGraph.replay or "
+            "Tensor.copy_/fill_ in the candidate's process to fake the timing or its checks",
+            "the harness binds the functions its timing loop calls when it starts, before any candidate code runs, "
+            "and calls only those; patching the harness module itself is not caught (README, known limits)",
+            "kernelgym.grader.harness:time_pair", _a("patch_the_timer"), "ci"),
+    Defence("baseline_prepared_before_import", "code the candidate runs at import slowing the baseline (patching its "
+            "function or module) to inflate the speedup",
+            "the baseline is loaded from the pristine copy and its CUDA graphs captured in `prepare`, before the "
+            "candidate is imported; its timed runs replay those graphs",
+            "kernelgym.grader.harness:prepare_baseline", _a("patch_the_baseline"), "ci"),
+    Defence("every_timed_run_checked", "a kernel honest while checked and cheap while timed: it recognizes the "
+            "verification inputs, or counts its calls",
+            "in every block of timed runs one run, drawn at random, has its output compared with the baseline's "
+            "output on the same inputs; both kernels are checked alike, so the work around their runs stays the "
+            "same (GPU twin: benchmarks/attacks.py fingerprint)",
+            "kernelgym.grader.harness:time_pair", _a("cheap_while_timed"), "ci"),
+    Defence("timed_path_verified", "a kernel whose timed path (graph replay) computes something other than its "
+            "checked call",
+            "after timing, one more call made the way the timed ones were, on fresh verification inputs with a "
+            "poisoned output, is compared with the reference by the parent",
+            "kernelgym.grader.grader:Grader.measure_performance", _a("cheap_while_timed"), "ci"),
+    Defence("fresh_inputs_every_run", "caching the output keyed by input pointer (the static buffers never move) "
+            "and returning it on repeat calls",
+            "before every timed run the next of GraderConfig.input_sets value sets is copied into the buffers, never "
+            "the same twice in a row, and runs are checked; a cache keyed by content over the few sets is not caught "
+            "(README, known limits)",
+            "kernelgym.grader.harness:time_pair", _a("cached_output_on_repeat_calls"), "ci"),
+    Defence("output_poisoned_with_nan", "returning an unwritten output that reuses the block where the right answer "
+            "(the baseline's, or an earlier run's) still lies",
+            "the graph's output block is filled with NaN before every timed run and the verification call: a run "
+            "that writes nothing leaves NaN, which never passes",
+            "kernelgym.grader.harness:Timed.poison", _a("unwritten_output_reuses_block"), "ci"),
+    Defence("device_wide_sync_eager", "work on a side stream that the timer's stream never waits for",
+            "graph capture requires all captured work to join the capture stream before capture ends; where "
+            "capture fails, eager runs end with a device-wide synchronize before the end event, so work on any "
+            "stream is inside the window",
+            "kernelgym.grader.harness:time_pair", _a("side_stream_work"), "ci"),
+    Defence("persisting_l2_reset", "a persisting-L2 carve-out set by the candidate that keeps its data in L2 "
+            "through the cache flush",
+            "the persisting-L2 limit is set to 0 and the persisting lines reset after the candidate's warm-up and "
+            "capture, before its timed runs (where cuda-python is importable; the grade says when not)",
+            "kernelgym.grader.harness:_persisting_l2_reset", _a("persisting_l2_carveout"), "ci"),
+    Defence("untimed_work_outer_events", "work captured after the graph's end event (the capture's dependencies set "
+            "back), which the in-graph events do not time",
+            "events around each call are recorded beside the in-graph ones; where the candidate's graph spends "
+            "longer outside its own events than the baseline's, both are timed by the outer events (GPU twin: "
+            "benchmarks/attacks.py untimed_tail)",
+            "kernelgym.grader.timing_stats:choose_runs", _a("untimed_tail"), "ci"),
+    Defence("timing_numbers_validated", "a forged or malformed timing result (strings, Inf, negative or missing "
+            "runs) claiming a speedup or crashing the parent",
+            "the parent parses the result at the boundary (protocol.parse_time_result) and computes every "
+            "statistic itself from the per-run times, each of which must be a finite positive number, in equal "
+            "rounds; anything else fails the performance stage only",
+            "kernelgym.grader.timing_stats:summarize", _a("forged_timing_result"), "ci"),
+    Defence("roofline_ceiling", "a time faster than the hardware can move the bytes or do the FLOPs (a timing hole, "
+            "or a forged result)",
+            "achieved bandwidth and FLOP rate (by dtype) are computed from the task's roofline formulas; above the "
+            "profile's peak the grading earns no speedup",
+            "kernelgym.grader.grader:Grader._above_peak", _a("faster_than_peak"), "ci"),
+)
