@@ -21,6 +21,7 @@ Example (a task.yaml ``config_space`` block)::
 from __future__ import annotations
 
 import bisect
+import functools
 import keyword
 import math
 from typing import Any
@@ -48,8 +49,6 @@ class DimRange(BaseModel):
     values: list[int] | None = Field(default=None, min_length=1)
     """An explicit allowed set, e.g. [64, 128, 256]; combined with the other rules."""
 
-    _finite: list[int] | None = PrivateAttr(default=None)
-
     @model_validator(mode="after")
     def _consistent(self) -> "DimRange":
         if self.values is not None:
@@ -61,14 +60,9 @@ class DimRange(BaseModel):
             raise ValueError("needs `min` and `max`, or `values` (an explicit allowed set)")
         if self.min > self.max:
             raise ValueError(f"min {self.min} is greater than max {self.max}")
-        if self.powers_of_two or self.values is not None:
-            # A finite set: every allowed value, sorted, so snapping is a bisection.
-            pool = self.values if self.values is not None else [1 << k for k in range(63)]
-            self._finite = sorted({v for v in pool if self.min <= v <= self.max and v % self.multiple_of == 0
-                                   and (not self.powers_of_two or v & (v - 1) == 0)})
-            if not self._finite:
-                raise ValueError(f"no value satisfies every rule ({self._rules()})")
-        elif self._lowest_multiple() > self.max:
+        if self.finite_values == []:
+            raise ValueError(f"no value satisfies every rule ({self._rules()})")
+        if self.finite_values is None and self._lowest_multiple() > self.max:
             raise ValueError(f"no multiple of {self.multiple_of} lies in [{self.min}, {self.max}]")
         return self
 
@@ -82,10 +76,21 @@ class DimRange(BaseModel):
     def _lowest_multiple(self) -> int:
         return -(-self.min // self.multiple_of) * self.multiple_of
 
+    # A cached property, not a private attribute: snapping reads it millions of times in a generation, and
+    # pydantic's private-attribute lookup is slow.
+    @functools.cached_property
+    def finite_values(self) -> list[int] | None:
+        """Every allowed value, sorted, when the dim is limited to powers of two or a set; None otherwise."""
+        if not self.powers_of_two and self.values is None:
+            return None
+        pool = self.values if self.values is not None else [1 << k for k in range(63)]
+        return sorted({v for v in pool if self.min <= v <= self.max and v % self.multiple_of == 0
+                       and (not self.powers_of_two or v & (v - 1) == 0)})
+
     @property
     def free(self) -> bool:
         """True when any integer in the range is allowed (no multiple, power or set rule)."""
-        return self.multiple_of == 1 and self._finite is None
+        return self.multiple_of == 1 and self.finite_values is None
 
     def problems(self, value: Any) -> list[str]:
         """Every rule `value` breaks, as readable phrases (empty when it is allowed).
@@ -117,11 +122,11 @@ class DimRange(BaseModel):
 
     def lowest(self) -> int:
         """The smallest allowed value."""
-        return self._finite[0] if self._finite is not None else self._lowest_multiple()
+        return self.finite_values[0] if self.finite_values is not None else self._lowest_multiple()
 
     def highest(self) -> int:
         """The largest allowed value."""
-        return self._finite[-1] if self._finite is not None else self.max - self.max % self.multiple_of
+        return self.finite_values[-1] if self.finite_values is not None else self.max - self.max % self.multiple_of
 
     def snap(self, value: float, direction: int = 0) -> int:
         """The allowed value nearest `value`.
@@ -134,15 +139,16 @@ class DimRange(BaseModel):
         Returns:
             An allowed value.
         """
-        lo, hi = self.lowest(), self.highest()
+        finite = self.finite_values
+        lo, hi = (finite[0], finite[-1]) if finite is not None else (self.lowest(), self.highest())
         if value <= lo:
             return lo
         if value >= hi:
             return hi
-        if self._finite is not None:
-            i = bisect.bisect_left(self._finite, value)
-            below = self._finite[i - 1] if self._finite[i] != value else self._finite[i]
-            above = self._finite[i]
+        if finite is not None:
+            i = bisect.bisect_left(finite, value)
+            below = finite[i - 1] if finite[i] != value else finite[i]
+            above = finite[i]
         else:
             m = self.multiple_of
             below = int(math.floor(value / m)) * m

@@ -11,6 +11,7 @@ and parentheses. Anything else (attribute access, subscripts, other calls, lambd
 from __future__ import annotations
 
 import ast
+import functools
 import operator
 from typing import Any
 
@@ -34,14 +35,16 @@ def itemsize(dtype: Any) -> int:
     return _ITEMSIZE.get(str(dtype), 4)
 
 
-def parse(expr: str) -> tuple[ast.Expression, set[str]]:
+@functools.lru_cache(maxsize=1024)
+def parse(expr: str) -> tuple[ast.Expression, frozenset[str]]:
     """Parse `expr` and check it against the grammar.
 
     Args:
         expr: the expression text.
 
     Returns:
-        (tree, names): the syntax tree and the names it reads (``min``/``max`` as callees not included).
+        (tree, names): the syntax tree and the names it reads (``min``/``max`` as callees not included);
+        cached per text, since config spaces evaluate the same few expressions many times.
 
     Raises:
         ValueError: `expr` is not an expression, or uses syntax outside the grammar; the message names it.
@@ -72,7 +75,7 @@ def parse(expr: str) -> tuple[ast.Expression, set[str]]:
         elif not isinstance(node, (ast.BinOp, ast.UnaryOp, ast.BoolOp, ast.Compare, *_PLAIN)):
             raise ValueError(f"expression {expr!r}: {type(node).__name__} is not allowed; only arithmetic, "
                              f"comparisons, and/or/not and min/max are")
-    return tree, names
+    return tree, frozenset(names)
 
 
 def evaluate_expression(expr: str, names: dict[str, Any]) -> int | float | bool:
@@ -89,6 +92,8 @@ def evaluate_expression(expr: str, names: dict[str, Any]) -> int | float | bool:
         ValueError: syntax outside the grammar, a name not in `names`, a division by zero, or an exponent
             over the limit.
     """
+    if not isinstance(expr, str):
+        raise ValueError(f"expression {expr!r}: expected a string, found {type(expr).__name__}")
     tree, _ = parse(expr)
 
     def ev(node: ast.AST) -> Any:

@@ -309,7 +309,7 @@ def test_validate_is_honoured_and_the_fallback_is_logged():
         return None if cfg["a"] in (10, 11) else "the reference failed"
     configs, log = generate_for_space(space, 0, seen=seen, n=1, validate=validate)
     assert configs == [{"a": 11, "dtype": "float16", "category": "edge"}]
-    assert any("fell back to {'a': 11}" in line for line in log) and all(c["dtype"] == "float16" for c in calls)
+    assert any("fell back to {'a': 11, 'dtype': 'float16'}" in line for line in log) and all(c["dtype"] == "float16" for c in calls)
     with pytest.raises(TaskSpecError, match="no valid unseen edge config within the budgets"):
         generate_for_space(space, 0, seen=seen, n=2, validate=validate)
 

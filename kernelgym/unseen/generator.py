@@ -12,8 +12,9 @@ returned.
 """
 from __future__ import annotations
 
+import itertools
 import math
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 import numpy as np
 
@@ -33,9 +34,13 @@ ASPECT_LARGE = 65536
 #: On the CPU interpreter a config may move at most this many elements (roofline bytes / itemsize, or the
 #: product of the drawn dims without a roofline): the interpreter takes seconds per large call.
 INTERPRETER_MAX_ELEMENTS = 1 << 18
-#: Draws per category before the fallback, and repair/shrink steps per draw.
+#: Draws per category before the fallback, repair/shrink steps per draw, and how many allowed values a dim
+#: may walk either way to move off a taken config.
 DRAWS = 8
 STEPS = 64
+WALK = 16
+#: Configs drawn anywhere in the space by the fallback once the seen configs' neighbourhoods are exhausted.
+FALLBACK_DRAWS = 64
 
 Validate = Callable[[dict], "str | None"]
 
@@ -96,12 +101,20 @@ def generate_for_space(space: ConfigSpace, seed: int, *, seen: list[dict[str, An
     return configs, gen.log
 
 
-def _odd_prime_at_most(v: int, lo: int) -> int | None:
-    """The largest odd prime p with lo <= p <= v, or None."""
-    for p in range(v if v % 2 else v - 1, max(lo, 3) - 1, -2):
-        if all(p % q for q in range(3, math.isqrt(p) + 1, 2)):
-            return p
-    return None
+def _odd_prime_near(v: int, lo: int, hi: int) -> int | None:
+    """The largest odd prime in [lo, v], else the smallest in [v, hi], else None."""
+    def prime(p: int) -> bool:
+        return p >= 3 and all(p % q for q in range(3, math.isqrt(p) + 1, 2))
+    top = min(v, hi) - 1 + min(v, hi) % 2  # the largest odd number at most v
+    below = range(top, max(lo, 3) - 1, -2)
+    above = range(max(v, lo) | 1, hi + 1, 2)
+    return next((p for p in below if prime(p)), None) or next((p for p in above if prime(p)), None)
+
+
+def _divisors(w: int) -> set[int]:
+    """Every divisor of `w` (a positive integer)."""
+    small = [q for q in range(1, math.isqrt(w) + 1) if w % q == 0]
+    return {*small, *(w // q for q in small)}
 
 
 class _Generator:
@@ -114,28 +127,29 @@ class _Generator:
         self.dims = list(space.dims)
         self.ranges = space.dims
         self.batch, self.inner = space.batch_dim, space.inner_dim
-        self.taken = {self._key(c, c.get("dtype")) for c in seen}
+        self.taken = {self._key(c) for c in seen}
         # Seen configs need not be allowed values of the space: the categories start from their snapped copies.
-        self.base = [{d: self.ranges[d].snap(c.get(d, self.ranges[d].lowest())) for d in self.dims} for c in base]
-        self.base_dtypes = [c.get("dtype") for c in base]
-        by_size = sorted(self.base, key=lambda c: self._elements(c, self.base_dtypes[0]))
-        self.smallest, self.largest = by_size[0], by_size[-1]
+        # The working configs carry the dims and the dtype; derived dims are added when a config is returned.
+        self.base = [{**{d: self.ranges[d].snap(c.get(d, self.ranges[d].lowest())) for d in self.dims},
+                      "dtype": c.get("dtype") if c.get("dtype") in space.dtypes else space.dtypes[0]} for c in base]
+        self.base.sort(key=self._elements)
+        self.smallest, self.largest = self.base[0], self.base[-1]
         self.cap_bytes = min(space.max_bytes, memory_bytes // 4 if memory_bytes else space.max_bytes)
         self.log: list[str] = []
 
-    def _key(self, cfg: dict, dtype: Any) -> tuple:
-        return tuple(cfg.get(d) for d in self.dims) + (dtype,)
+    def _key(self, cfg: dict) -> tuple:
+        return tuple(cfg.get(d) for d in self.dims) + (cfg.get("dtype"),)
 
-    def _elements(self, cfg: dict, dtype: Any) -> float:
+    def _elements(self, cfg: dict) -> float:
         # Elements moved, from the roofline when there is one: the product of a matmul's M, N, K counts FLOPs.
         if self.roofline_bytes:
-            return evaluate(self.roofline_bytes, {**expand(self.space, cfg), "dtype": dtype}) / itemsize(dtype)
+            return self._bytes(cfg) / itemsize(cfg["dtype"])
         return math.prod(cfg[d] for d in self.dims)
 
-    def _bytes(self, cfg: dict, dtype: Any) -> float:
+    def _bytes(self, cfg: dict) -> float:
         if self.roofline_bytes:
-            return evaluate(self.roofline_bytes, {**expand(self.space, cfg), "dtype": dtype})
-        return 3 * math.prod(cfg[d] for d in self.dims) * itemsize(dtype)
+            return evaluate(self.roofline_bytes, expand(self.space, cfg))
+        return 3 * math.prod(cfg[d] for d in self.dims) * itemsize(cfg["dtype"])
 
     def _pick(self, items: list | tuple) -> Any:
         return items[int(self.rng.integers(len(items)))]
@@ -146,34 +160,38 @@ class _Generator:
         """The next config of `category` (`k`: how many of it came before), valid and unseen."""
         for draw in range(DRAWS):
             cfg, protected, extras = self._propose(category, k)
-            extras["dtype"] = extras.get("dtype") or str(self._pick(self.space.dtypes))
+            cfg.setdefault("dtype", str(self._pick(self.space.dtypes)))
             cfg, why = self._settle(cfg, protected, category, extras)
             if cfg is not None:
                 return self._finish(cfg, category, extras)
             self.log.append(f"{category}: draw {draw} dropped ({why}); drawing again")
-        # The fallback: the seen configs, smallest first, then every dim at its smallest, each settled as is.
-        starts = sorted(zip(self.base, self.base_dtypes), key=lambda p: self._elements(p[0], p[1]))
+        # The fallback: the seen configs, smallest first, then every dim at its smallest, then configs drawn
+        # log-uniformly over the whole space (they find the few free configs of a nearly exhausted space).
         why = ""
-        for start, dtype in [*starts, ({d: self.ranges[d].lowest() for d in self.dims}, None)]:
-            extras = {"dtype": dtype if dtype in self.space.dtypes else self.space.dtypes[0]}
-            cfg, why = self._settle(dict(start), set(), category, extras)
+        lowest = {**{d: self.ranges[d].lowest() for d in self.dims}, "dtype": self.space.dtypes[0]}
+        for start in itertools.chain(self.base, [lowest], (self._anywhere() for _ in range(FALLBACK_DRAWS))):
+            cfg, why = self._settle(dict(start), set(), category, {})
             if cfg is not None:
                 self.log.append(f"{category}: no valid config after {DRAWS} draws; fell back to {cfg}, settled "
-                                f"from a seen config")
-                return self._finish(cfg, category, extras)
+                                f"from {start}")
+                return self._finish(cfg, category, {})
         raise TaskSpecError(f"config space {self.space.dims}: no valid unseen {category} config within the budgets "
                             f"(last reason: {why}); widen the ranges or relax the constraints")
 
+    def _anywhere(self) -> dict:
+        """A config drawn log-uniformly over each dim's allowed range, with a random dtype."""
+        cfg = {d: r.snap(math.exp(self.rng.uniform(math.log(r.lowest()), math.log(r.highest()))))
+               for d, r in self.ranges.items()}
+        return {**cfg, "dtype": str(self._pick(self.space.dtypes))}
+
     def _finish(self, cfg: dict, category: str, extras: dict) -> dict[str, Any]:
-        self.taken.add(self._key(cfg, extras["dtype"]))
-        out = expand(self.space, cfg)
-        if "model" in extras:
-            out["model"] = extras["model"]
-        return {**out, "dtype": extras["dtype"], "category": category}
+        self.taken.add(self._key(cfg))
+        return {**expand(self.space, {d: cfg[d] for d in self.dims}), **extras, "dtype": cfg["dtype"],
+                "category": category}
 
     def _settle(self, cfg: dict, protected: set[str], category: str, extras: dict) -> tuple[dict | None, str]:
         """`cfg` made valid, unseen and within budget, or (None, why not)."""
-        cfg = {d: self.ranges[d].snap(cfg[d]) for d in self.dims}
+        cfg = {**{d: self.ranges[d].snap(cfg[d]) for d in self.dims}, "dtype": cfg["dtype"]}
         for _ in range(STEPS):
             broken = violations(self.space, cfg)
             if broken:
@@ -183,48 +201,51 @@ class _Generator:
                 self.log.append(f"{category} {cfg}: repaired ({broken[0]}) to {fixed}")
                 cfg = fixed
                 continue
-            if self._key(cfg, extras["dtype"]) in self.taken:
-                moved = self._perturb(cfg, protected, extras["dtype"])
+            if self._key(cfg) in self.taken:
+                moved = self._perturb(cfg, protected)
                 if moved is None:
-                    return None, f"{cfg} equals a seen or earlier config and no neighbour is free"
+                    return None, f"{cfg} equals a seen or earlier config and no nearby config is free"
                 self.log.append(f"{category} {cfg}: equals a seen or earlier config; moved to {moved}")
                 cfg = moved
                 continue
-            reason = self._over_budget(cfg, extras["dtype"])
+            reason = self._over_budget(cfg)
             if reason is None and self.validate is not None:
                 reason = self.validate({**expand(self.space, cfg), **extras})
             if reason is None:
                 return cfg, ""
-            d = self._shrink_dim(cfg, protected, category)
-            if d is None:
+            shrunk = self._shrink(cfg, protected, category)
+            if shrunk is None:
                 return None, f"{cfg}: {reason}, and nothing is left to shrink"
-            self.log.append(f"{category} {cfg}: replaced ({reason}); {d} halved")
-            cfg = {**cfg, d: self._halve(d, cfg[d], category)}
+            self.log.append(f"{category} {cfg}: replaced ({reason}); {shrunk[0]} halved")
+            cfg = shrunk[1]
         return None, f"no valid config after {STEPS} steps"
 
-    def _over_budget(self, cfg: dict, dtype: Any) -> str | None:
-        if self.interpreter and self._elements(cfg, dtype) > INTERPRETER_MAX_ELEMENTS:
-            return (f"{self._elements(cfg, dtype):.0f} elements, over the CPU interpreter's budget of "
+    def _over_budget(self, cfg: dict) -> str | None:
+        if self.interpreter and self._elements(cfg) > INTERPRETER_MAX_ELEMENTS:
+            return (f"{self._elements(cfg):.0f} elements, over the CPU interpreter's budget of "
                     f"{INTERPRETER_MAX_ELEMENTS}")
-        if self._bytes(cfg, dtype) > self.cap_bytes:
-            return f"{self._bytes(cfg, dtype):.3g} bytes, over the cap of {self.cap_bytes:.3g}"
+        if self._bytes(cfg) > self.cap_bytes:
+            return f"{self._bytes(cfg):.3g} bytes, over the cap of {self.cap_bytes:.3g}"
         return None
 
     # ---- repairs ---------------------------------------------------------------------------------------------
 
     def _order(self, protected: set[str], inner_first: bool = False) -> list[str]:
-        """Dims to change, unprotected ones first (the category's point is in the protected ones)."""
+        """Dims to change, unprotected ones first (the category's point is in the protected ones), and of
+        those the inner dim, then the batch, last (they carry the edge, alignment and aspect points)."""
         dims = [self.inner] + [d for d in self.dims if d != self.inner] if inner_first else self.dims
-        return [d for d in dims if d not in protected] + [d for d in dims if d in protected]
+        last = sorted((d for d in dims if d in protected), key=lambda d: (d == self.batch) + 2 * (d == self.inner))
+        return [d for d in dims if d not in protected] + last
 
-    def _repair(self, cfg: dict, protected: set[str]) -> dict | None:
-        """`cfg` changed one dim at a time, each change breaking fewer rules, until it breaks none; or None."""
+    def _repair(self, cfg: dict, protected: set[str], frozen: str | None = None) -> dict | None:
+        """`cfg` changed one dim at a time (never `frozen`), each change breaking fewer rules, until it breaks
+        none; or None."""
         broken = len(violations(self.space, cfg))
         for _ in range(STEPS):
             if broken == 0:
                 return cfg
-            for d in self._order(protected):
-                trial = next((t for t in ({**cfg, d: v} for v in self._candidates(d, cfg[d]))
+            for d in (d for d in self._order(protected) if d != frozen):
+                trial = next((t for t in ({**cfg, d: v} for v in self._candidates(d, cfg))
                               if len(violations(self.space, t)) < broken), None)
                 if trial is not None:
                     cfg, broken = trial, len(violations(self.space, trial))
@@ -233,10 +254,14 @@ class _Generator:
                 return None
         return None
 
-    def _candidates(self, d: str, v: int) -> list[int]:
-        """Allowed values for `d` to try instead of `v`, nearest first (on a log scale)."""
-        r = self.ranges[d]
+    def _candidates(self, d: str, cfg: dict) -> list[int]:
+        """Allowed values for `d` to try instead of its value in `cfg`, nearest first (on a log scale): its
+        neighbours, its bounds, its seen values, powers of two times it, and multiples and divisors of the
+        other dims' values (what constraints such as ``hidden % heads == 0`` need)."""
+        r, v = self.ranges[d], cfg[d]
         pool = {r.lowest(), r.highest(), *(c[d] for c in self.base)}
+        for w in (cfg[o] for o in self.dims if o != d):
+            pool |= {r.snap(v // w * w), r.snap(-(-v // w) * w), *(r.snap(q) for q in _divisors(w))}
         up = down = v
         for _ in range(16):
             up, down = r.neighbour(up, +1) or up, r.neighbour(down, -1) or down
@@ -245,23 +270,47 @@ class _Generator:
         pool.discard(v)
         return sorted(pool, key=lambda c: (abs(math.log(c / v)), c))
 
-    def _perturb(self, cfg: dict, protected: set[str], dtype: Any) -> dict | None:
-        """`cfg` with one dim moved to a neighbouring allowed value so that it is not taken; None if none is."""
-        options = [{**cfg, d: v} for d in self._order(protected, inner_first=True)
-                   for v in (self.ranges[d].neighbour(cfg[d], +1), self.ranges[d].neighbour(cfg[d], -1))
-                   if v is not None]
-        free = [o for o in options if self._key(o, dtype) not in self.taken]
-        return next((o for o in free if not violations(self.space, o)), free[0] if free else None)
+    def _moved(self, cfg: dict, d: str, v: int, protected: set[str]) -> dict | None:
+        """`cfg` with `d` set to `v`, the other dims repaired if that breaks a rule; None if they cannot be."""
+        trial = {**cfg, d: v}
+        return trial if not violations(self.space, trial) else self._repair(trial, protected, frozen=d)
 
-    def _shrink_dim(self, cfg: dict, protected: set[str], category: str) -> str | None:
-        """The dim to halve: the batch first (keeps the interesting inner size), else the largest; alignment
-        stress takes the largest first so that every dim stays misaligned."""
+    def _nearby(self, cfg: dict, protected: set[str]) -> Iterator[dict]:
+        """Valid configs near `cfg`, nearest first: one unprotected dim walked up to `WALK` allowed values
+        either way (the rest repaired if need be), then another dtype, then a protected dim walked."""
+        def walk(dims: list[str]) -> Iterator[dict]:
+            at = {(d, s): cfg[d] for d in dims for s in (+1, -1)}
+            for _ in range(WALK):
+                for (d, s), v in at.items():
+                    at[d, s] = None if v is None else self.ranges[d].neighbour(v, s)
+                    moved = None if at[d, s] is None else self._moved(cfg, d, at[d, s], protected)
+                    if moved is not None:
+                        yield moved
+
+        order = self._order(protected, inner_first=True)
+        yield from walk([d for d in order if d not in protected])
+        yield from ({**cfg, "dtype": t} for t in self.space.dtypes if t != cfg["dtype"])
+        yield from walk([d for d in order if d in protected])
+
+    def _perturb(self, cfg: dict, protected: set[str]) -> dict | None:
+        """The nearest config to `cfg` that is valid and not taken, preferring one within the budgets (moving
+        up past the budget would only be shrunk back onto a taken config); None if there is none."""
+        free = list(itertools.islice((c for c in self._nearby(cfg, protected) if self._key(c) not in self.taken), 8))
+        return next((c for c in free if self._over_budget(c) is None), free[0] if free else None)
+
+    def _shrink(self, cfg: dict, protected: set[str], category: str) -> tuple[str, dict] | None:
+        """(dim halved, smaller valid config), or None. The batch goes first (keeps the interesting inner
+        size), else the largest dim; alignment stress takes the largest first so that every dim stays
+        misaligned. A halving that breaks a rule is repaired in the other dims, and kept only if the config
+        still gets smaller: repairs never undo shrinking."""
+        size = self._elements(cfg)
         for group in ([d for d in self.dims if d not in protected], [d for d in self.dims if d in protected]):
-            can = [d for d in group if self._halve(d, cfg[d], category) < cfg[d]]
-            if self.batch in can and category != "alignment":
-                return self.batch
-            if can:
-                return max(can, key=lambda d: cfg[d])
+            can = sorted((d for d in group if self._halve(d, cfg[d], category) < cfg[d]),
+                         key=lambda d: (d != self.batch or category == "alignment", -cfg[d]))
+            for d in can:
+                moved = self._moved(cfg, d, self._halve(d, cfg[d], category), protected)
+                if moved is not None and self._elements(moved) < size:
+                    return d, moved
         return None
 
     def _halve(self, d: str, v: int, category: str) -> int:
@@ -273,7 +322,7 @@ class _Generator:
         for one with `multiple_of`; `v` snapped for a dim limited to powers of two or a set."""
         r = self.ranges[d]
         if r.free:
-            p = _odd_prime_at_most(min(v, r.highest()), r.lowest())
+            p = _odd_prime_near(v, r.lowest(), r.highest())
             return p if p is not None else r.snap(v)
         if r.powers_of_two or r.values is not None:
             return r.snap(v)
@@ -284,8 +333,9 @@ class _Generator:
     # ---- the six categories ----------------------------------------------------------------------------------
 
     def _propose(self, category: str, k: int) -> tuple[dict, set[str], dict]:
-        """A raw config for `category`, the dims that carry its point, and extras (model, dtype)."""
-        cfg = dict(self._pick(self.base))
+        """A raw config for `category` (a dtype only for a production shape that names one), the dims that
+        carry its point, and extras for the returned config (the model of a production shape)."""
+        cfg = {d: v for d, v in self._pick(self.base).items() if d != "dtype"}
         if category == "edge" and k % 2 == 0:
             cfg[self.batch] = 1
             return cfg, {self.batch}, {}
@@ -299,13 +349,13 @@ class _Generator:
             cfg[d] = int(self._pick(fits[d]))
             return cfg, {d}, {}
         if category == "scale_up":
-            cfg = dict(self.largest)
+            cfg = {d: self.largest[d] for d in self.dims}
             grow = [d for d in self.dims if self.ranges[d].snap(2 * cfg[d]) > cfg[d]] or self.dims
             d = self._pick(grow)
             cfg[d] *= int(self.rng.integers(2, 5))
             return cfg, {d}, {}
         if category == "scale_down":
-            return {d: max(1, v // int(self.rng.integers(2, 5))) for d, v in self.smallest.items()}, set(), {}
+            return {d: max(1, self.smallest[d] // int(self.rng.integers(2, 5))) for d in self.dims}, set(), {}
         if category == "alignment":
             return self._alignment(cfg, k)
         if category == "aspect":
@@ -314,10 +364,10 @@ class _Generator:
         if not shapes:
             return cfg, set(), {}
         shape = self._pick(shapes)
-        extras = {"model": shape.get("model", "")}
+        cfg = {d: shape[d] for d in self.dims}
         if shape.get("dtype") in self.space.dtypes:
-            extras["dtype"] = shape["dtype"]
-        return {d: shape[d] for d in self.dims}, set(self.dims), extras
+            cfg["dtype"] = shape["dtype"]
+        return cfg, set(self.dims), {"model": shape.get("model", "")}
 
     def _alignment(self, cfg: dict, k: int) -> tuple[dict, set[str], dict]:
         # A small prime inner size with a large prime batch, then the reverse: odd sizes on both axes; other
