@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from kernelgym.config_space import violations
 from kernelgym.env import KernelArenaEnv
 from kernelgym.grader import Grader
 from kernelgym.hardware import detect_profile
@@ -32,6 +33,7 @@ def test_generator_deterministic_covers_categories_never_seen():
     seen = {(s["rows"], s["hidden"], s["dtype"]) for s in TASK.spec.seen_configs + TASK.spec.interpreter_configs}
     assert not {(x["rows"], x["hidden"], x["dtype"]) for x in a} & seen
     assert all(x["rows"] * x["hidden"] <= 1 << 17 for x in a)
+    assert all(violations(TASK.spec.config_space, x) == [] for x in a + c)
     assert any(x["rows"] == 1 and x["hidden"] == 65536 for x in a)  # extreme aspect ratio
     assert any("over the CPU interpreter's budget" in line for line in log)  # production shape shrunk, logged
 
