@@ -1,6 +1,6 @@
-"""KernelArenaEnv: Gymnasium API, check_env, malformed actions, budgets, file-action safety."""
+"""KernelArenaEnv: Gymnasium API, check_env, malformed actions, budgets. Attacks through file actions (symlinks,
+FIFOs, huge files) and on the run directory are in tests/attacks/ (kernelgym/grader/defences.py lists them)."""
 import json
-import os
 
 import gymnasium as gym
 import pytest
@@ -8,13 +8,6 @@ from gymnasium.utils.env_checker import check_env
 
 import kernelgym  # noqa: F401 - registers the tasks
 from kernelgym.env import KernelArenaEnv
-
-
-@pytest.fixture
-def env(tmp_path, require_bwrap):
-    e = KernelArenaEnv("triton-rmsnorm", run_dir=tmp_path / "run", hardware="cpu-interpreter", max_steps=20)
-    yield e
-    e.close()
 
 
 def test_registered_with_string_entry_point():
@@ -67,18 +60,6 @@ def test_file_actions_and_json_strings(env):
     assert obs["output"].startswith("bye")
 
 
-def test_symlink_escape_via_file_action_is_refused(env, tmp_path):
-    env.reset(seed=0)
-    target = tmp_path / "outside.txt"
-    env.step({"kind": "shell", "cmd": f"ln -s {target} link.txt"})
-    obs, *_ = env.step({"kind": "write_file", "path": "link.txt", "content": "pwned"})
-    assert obs["output"].startswith("error:") and not target.exists()
-    # The error does not say where a link resolves: through /proc/self it would name the env process's files.
-    env.step({"kind": "shell", "cmd": "ln -s /proc/self/cwd here"})
-    obs, *_ = env.step({"kind": "read_file", "path": "here/x"})
-    assert obs["output"].startswith("error:") and os.path.join(os.getcwd(), "x") not in obs["output"], obs["output"]
-
-
 def test_submit_terminates_with_arena_score(env):
     env.reset(seed=0)
     obs, reward, terminated, truncated, info = env.step({"kind": "submit"})
@@ -114,32 +95,8 @@ def test_render_ansi(tmp_path, require_bwrap):
     assert "rendered" in env.render()
 
 
-@pytest.mark.timeout(120)
-def test_fifo_and_huge_files_cannot_hang_or_exhaust_the_env(env):
-    env.reset(seed=0)
-    env.step({"kind": "shell", "cmd": "mkfifo pipe && truncate -s 2G huge.bin"})
-    obs, *_ = env.step({"kind": "write_file", "path": "pipe", "content": "x"})
-    assert obs["output"].startswith("error:") and "regular file" in obs["output"]
-    obs, *_ = env.step({"kind": "read_file", "path": "pipe"})
-    assert obs["output"].startswith("error:")
-    obs, *_ = env.step({"kind": "read_file", "path": "huge.bin"})
-    assert "cut here" in obs["output"] and len(obs["output"]) <= 100_000
-    obs, *_ = env.step({"kind": "edit_file", "path": "huge.bin", "old": "a", "new": "b"})
-    assert obs["output"].startswith("error:") and "longer than" in obs["output"]
-    obs, *_ = env.step("[" * 100000 + "]" * 100000)
-    assert obs["output"].startswith("error:")
-
-
 def test_grader_follows_env_sandbox_choice(tmp_path):
     from kernelgym.grader import GraderConfig
     with pytest.warns(UserWarning):
         e = KernelArenaEnv(run_dir=tmp_path, hardware="cpu-interpreter", sandbox="none", grader=GraderConfig(reps=5))
     assert e.grader_config.sandbox == "none" and e.grader_config.reps == 5
-
-
-def test_episode_dirs_are_owner_only(env):
-    import stat
-    env.reset(seed=0)
-    assert stat.S_IMODE(env.episode_dir.stat().st_mode) == 0o700
-    grading = [d for d in (env.episode_dir / "grading").iterdir() if d.name.startswith("grade-")]
-    assert grading and all(stat.S_IMODE(d.stat().st_mode) == 0o700 for d in grading)

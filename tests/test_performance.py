@@ -34,9 +34,9 @@ def test_outputs_are_compared_while_the_candidate_still_runs(fake_grader, monkey
     def slow_harness(gdir, seed):
         result = files_written(gdir, seed)
         deadline = time.monotonic() + 30
-        while len(g.session._memo) < 10 and time.monotonic() < deadline:  # 5 check + 5 timed-path outputs
+        while len(g.session.compare_log) < 10 and time.monotonic() < deadline:  # 5 check + 5 timed-path outputs
             time.sleep(0.01)
-        seen_before_end.append(len(g.session._memo))
+        seen_before_end.append(len(g.session.compare_log))
         return result
     monkeypatch.setattr(g, "_run_harness", slow_harness)
     grade = g.grade(fake_grader.task.root, seed=5)

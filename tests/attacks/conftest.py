@@ -31,6 +31,7 @@ def is_attack_file(path: Path) -> bool:
 
 
 def pytest_collect_file(file_path, parent):
-    if is_attack_file(file_path):
+    # A file named on the command line is collected by pytest's own Python plugin, whatever its name.
+    if is_attack_file(file_path) and not parent.session.isinitpath(file_path):
         return pytest.Module.from_parent(parent, path=file_path)
     return None
