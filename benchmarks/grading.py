@@ -170,7 +170,7 @@ def latency(task, hw, n):
         warm.append(time.monotonic() - t0)
         assert g.correct, g.summary()
         phases.append({"parent": g.phases_s, "worker": marks, "harness": harness_phases(gdir),
-                       "compares": grader.compare_log})
+                       "compares": grader.session.compare_log})
         # The same grading as three cold sandboxed processes: compile, correctness, performance.
         cdir = Path(tempfile.mkdtemp(prefix="kg-3p-"))
         shutil.copytree(grader.baseline_dir, cdir / "c")
