@@ -177,7 +177,8 @@ class ConfigSpace(BaseModel):
     constraints: list[str] = Field(default_factory=list)
     """Boolean expressions every config keeps, over dims and derived dims, e.g. "N % heads == 0"."""
     batch_dim: str | None = None
-    """The dimension set to 1 in edge cases and kept small in aspect-ratio configs (default: the first dim)."""
+    """The dimension set to its smallest value (1) in edge cases, kept small in aspect-ratio configs and shrunk
+    first when a config is over budget (default: the first dim)."""
     inner_dim: str | None = None
     """The dimension made large in aspect-ratio configs and prime in alignment ones (default: the last dim)."""
     dtypes: list[str] = Field(min_length=1)
@@ -221,16 +222,6 @@ class ConfigSpace(BaseModel):
             if bad:
                 raise ValueError(f"production_shapes[{i}]: {bad} must be integers")
         return self
-
-    def depends_on(self, name: str) -> set[str]:
-        """The drawn dimensions (keys of `dims`) that `name` is or is computed from."""
-        if name in self.dims:
-            return {name}
-        return set().union(*(self.depends_on(n) for n in self._reads.get(name, ())))
-
-    def constraint_dims(self, expr: str) -> set[str]:
-        """The drawn dimensions a constraint reads, through derived dimensions too."""
-        return set().union(*(self.depends_on(n) for n in parse(expr)[1]))
 
 
 def _names_of(where: str, expr: str, known: list[str]) -> set[str]:

@@ -150,7 +150,8 @@ def test_expand_computes_derived_dims_in_dependency_order():
                                     "dtypes": ["float16"]})
     out = expand(s, {"hidden": 4096, "heads": 32, "head_dim": 1, "dtype": "float16"})
     assert out == {"hidden": 4096, "heads": 32, "head_dim": 128, "width": 256, "ratio": 128, "dtype": "float16"}
-    assert isinstance(out["ratio"], int) and expand(s, {"hidden": 100, "heads": 3})["ratio"] == pytest.approx(33.33, 1e-3)
+    assert isinstance(out["ratio"], int)
+    assert expand(s, {"hidden": 100, "heads": 3})["ratio"] == pytest.approx(33.33, 1e-3)
     with pytest.raises(ValueError, match=re.escape("missing dimension(s) ['heads']")):
         expand(s, {"hidden": 1})
 
@@ -309,7 +310,8 @@ def test_validate_is_honoured_and_the_fallback_is_logged():
         return None if cfg["a"] in (10, 11) else "the reference failed"
     configs, log = generate_for_space(space, 0, seen=seen, n=1, validate=validate)
     assert configs == [{"a": 11, "dtype": "float16", "category": "edge"}]
-    assert any("fell back to {'a': 11, 'dtype': 'float16'}" in line for line in log) and all(c["dtype"] == "float16" for c in calls)
+    assert any("fell back to {'a': 11, 'dtype': 'float16'}" in line for line in log)
+    assert calls and all(c["dtype"] == "float16" for c in calls)
     with pytest.raises(TaskSpecError, match="no valid unseen edge config within the budgets"):
         generate_for_space(space, 0, seen=seen, n=2, validate=validate)
 

@@ -7,8 +7,8 @@ large in aspect-ratio configs; dims that allow any value get primes in alignment
 `multiple_of` get odd multiples of it. Every config is snapped to allowed values and repaired until it keeps
 the space's constraints, moved off the seen configs, shrunk (with the reason logged) when it does not fit the
 memory or interpreter budget, and validated by running the reference on it. A category that yields no valid
-config after `DRAWS` draws falls back, logged, to a valid config near a seen one: an invalid config is never
-returned.
+config after `DRAWS` draws falls back, logged, to a valid config settled from a seen one or drawn anywhere in
+the space; when none exists the generator raises rather than return an invalid config.
 """
 from __future__ import annotations
 
@@ -132,7 +132,8 @@ class _Generator:
         # The working configs carry the dims and the dtype; derived dims are added when a config is returned.
         self.base = [{**{d: self.ranges[d].snap(c.get(d, self.ranges[d].lowest())) for d in self.dims},
                       "dtype": c.get("dtype") if c.get("dtype") in space.dtypes else space.dtypes[0]} for c in base]
-        self.base.sort(key=self._elements)
+        self.base = self.base or [{**{d: r.lowest() for d, r in self.ranges.items()}, "dtype": space.dtypes[0]}]
+        self.base.sort(key=self._size_hint)
         self.smallest, self.largest = self.base[0], self.base[-1]
         self.cap_bytes = min(space.max_bytes, memory_bytes // 4 if memory_bytes else space.max_bytes)
         self.log: list[str] = []
@@ -145,6 +146,13 @@ class _Generator:
         if self.roofline_bytes:
             return self._bytes(cfg) / itemsize(cfg["dtype"])
         return math.prod(cfg[d] for d in self.dims)
+
+    def _size_hint(self, cfg: dict) -> float:
+        # A seen config may break the space's constraints, so that a derived dim cannot be computed.
+        try:
+            return self._elements(cfg)
+        except ValueError:
+            return math.prod(cfg[d] for d in self.dims)
 
     def _bytes(self, cfg: dict) -> float:
         if self.roofline_bytes:
@@ -175,8 +183,9 @@ class _Generator:
                 self.log.append(f"{category}: no valid config after {DRAWS} draws; fell back to {cfg}, settled "
                                 f"from {start}")
                 return self._finish(cfg, category, {})
-        raise TaskSpecError(f"config space {self.space.dims}: no valid unseen {category} config within the budgets "
-                            f"(last reason: {why}); widen the ranges or relax the constraints")
+        raise TaskSpecError(f"config space with dims {self.dims}: no valid unseen {category} config within the "
+                            f"budgets, after {DRAWS} draws and the fallback (last reason: {why}); widen the ranges, "
+                            f"relax the constraints or raise max_bytes")
 
     def _anywhere(self) -> dict:
         """A config drawn log-uniformly over each dim's allowed range, with a random dtype."""
