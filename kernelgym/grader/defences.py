@@ -1,23 +1,27 @@
 """Every defence of the grader and the sandbox, in one place: what it blocks, why it and not another, where it
 lives and the test that attacks it. `docs/THREAT_MODEL.md` lists the same entries.
 
-Plain data, standard library only: importing this module imports nothing of the grader, so a rename there cannot
-break it (tests/test_defences.py says which entry to update instead).
+Plain data, standard library only: this file imports nothing of the grader, so a rename there cannot break it
+(tests/test_defences.py says which entry to update instead).
 
 To add a defence:
 
 1. Write the attack first, as ``tests/attacks/<attack>.py``, named after what it tries (``nan_output.py``, not
-   ``test_compare.py``). Its module docstring says the attack, the names of the defences it tests, and the honest
-   twin (a kernel or command that does the same legitimately); where a twin exists, a test asserts it scores
-   normally. The file must fail without the defence. ``tests/attacks/conftest.py`` collects every file there.
+   ``test_compare.py``). Its module docstring starts with ``Attack:`` (``tests/attacks/conftest.py`` collects only
+   such files) and says the attack, the defences it tests (each in single backticks, `` `name` ``), and the honest twin (a kernel or
+   command that does the same legitimately); where a twin exists, a test asserts it scores normally. A payload (code
+   run in the sandbox) is a string in that file, never a module of its own. The test must fail without the defence.
 2. Add a `Defence` below, in the group it belongs to. ``attack_test`` names that file; several defences share one
    file only where they block the same attack.
 3. Add its row to the table in ``docs/THREAT_MODEL.md``.
 
-``tests/test_defences.py`` fails until all three agree: every entry has an attack file with a test function whose
-docstring names it, every attack file is named by an entry, every ``lives_in`` resolves, and the threat model lists
-every name. An attack that needs a GPU lives in ``benchmarks/attacks.py`` (run on the H200, not in CI): name it as
-``benchmarks/attacks.py::<name>`` with ``runs_on="gpu"``, but prefer a CI test on the simulated device or the fake
+``tests/test_defences.py`` fails until all three agree: every entry has an attack file with a test function, whose
+module docstring names it; every attack file is named by an entry; every ``lives_in`` resolves; and the threat
+model lists every name. It loads this file by path (``importlib.util.spec_from_file_location``): importing it as
+``kernelgym.grader.defences`` runs the package's ``__init__``, which imports the grader.
+
+An attack that needs a GPU lives in ``benchmarks/attacks.py`` (run on the H200, not in CI): name it as
+``benchmarks/attacks.py::<name>`` with ``runs_on="gpu"``; but prefer a CI test on the simulated device or the fake
 CUDA fixtures of ``tests/conftest.py`` where one can show the defence.
 """
 from __future__ import annotations

@@ -30,9 +30,13 @@ def test_a_nan_in_the_reference_does_not_switch_the_guard_off():
     assert "relative L2" in compare_outputs(torch.zeros(4, 8, dtype=torch.float16), tiny_nan, CFG, TOL)[1]
 
 
-def test_a_task_on_which_zeros_or_a_constant_pass_is_flagged():
-    zeros = prepare_reference(torch.zeros(4, 8), TOL)  # a reference that computes nothing: zeros pass it
-    assert "all-zero" in trivial_output_passes(zeros, "float16", TOL)
-    constant = prepare_reference(torch.full((4, 8), 3.0), TOL)
-    assert "constant" in trivial_output_passes(constant, "float16", TOL)
+def test_where_zeros_would_pass_the_task_is_flagged_not_the_kernel_graded():
+    # A reference that is all zeros (or constant) on a config: zeros (or that constant) pass every check above, so
+    # the attack would succeed; the grader refuses such a task instead (the grading-level test is
+    # tests/test_task_io.py, test_a_task_whose_tolerance_lets_zeros_pass_is_refused).
+    zeros = torch.zeros(4, 8)
+    assert compare_outputs(torch.zeros(4, 8, dtype=torch.float16), zeros, CFG, TOL)[0]  # the attack would pass
+    assert "all-zero" in trivial_output_passes(prepare_reference(zeros, TOL), "float16", TOL)
+    constant = torch.full((4, 8), 3.0)
+    assert "constant" in trivial_output_passes(prepare_reference(constant, TOL), "float16", TOL)
     assert trivial_output_passes(prepare_reference(torch.randn(4, 8), TOL), "float16", TOL) is None
