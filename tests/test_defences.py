@@ -74,7 +74,8 @@ def test_entries_are_well_formed_and_names_unique():
                 f"{WHERE}: defence {d.name!r}: attack_test {d.attack_test!r} is not tests/attacks/<attack>.py")
         else:
             assert re.fullmatch(r"benchmarks/attacks\.py::[a-z][a-z0-9_]*", d.attack_test), (
-                f"{WHERE}: defence {d.name!r}: a GPU attack_test is benchmarks/attacks.py::<name>, got {d.attack_test!r}")
+                f"{WHERE}: defence {d.name!r}: a GPU attack_test is benchmarks/attacks.py::<name>, "
+                f"got {d.attack_test!r}")
 
 
 @pytest.mark.parametrize("d", [d for d in DEFENCES if d.runs_on == "ci"], ids=lambda d: d.name)

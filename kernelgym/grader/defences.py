@@ -8,9 +8,10 @@ To add a defence:
 
 1. Write the attack first, as ``tests/attacks/<attack>.py``, named after what it tries (``nan_output.py``, not
    ``test_compare.py``). Its module docstring starts with ``Attack:`` (``tests/attacks/conftest.py`` collects only
-   such files) and says the attack, the defences it tests (each in single backticks, `` `name` ``), and the honest twin (a kernel or
-   command that does the same legitimately); where a twin exists, a test asserts it scores normally. A payload (code
-   run in the sandbox) is a string in that file, never a module of its own. The test must fail without the defence.
+   such files) and says the attack, the defences it tests (each in single backticks, `` `name` ``), and the honest
+   twin (a kernel or command that does the same legitimately); where a twin exists, a test asserts it scores
+   normally. A payload (code run in the sandbox) is a string in that file, never a module of its own. The test must
+   fail without the defence.
 2. Add a `Defence` below, in the group it belongs to. ``attack_test`` names that file; several defences share one
    file only where they block the same attack.
 3. Add its row to the table in ``docs/THREAT_MODEL.md``.

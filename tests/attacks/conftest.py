@@ -21,7 +21,9 @@ MARK = "Attack:"
 
 def is_attack_file(path: Path) -> bool:
     """Whether `path` is an attack file here: ``<attack>.py`` whose module docstring starts with ``Attack:``."""
-    if path.suffix != ".py" or path.parent != HERE or path.name == "conftest.py" or path.name.startswith(("_", "test_")):
+    if path.suffix != ".py" or path.parent != HERE or path.name == "conftest.py":
+        return False
+    if path.name.startswith(("_", "test_")):
         return False
     try:
         doc = ast.get_docstring(ast.parse(path.read_text()))
