@@ -14,7 +14,7 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from kernelgym.config_space import ConfigSpace, DimRange  # noqa: F401 - DimRange re-exported
+from kernelgym.config_space import ConfigSpace, DimRange, expand, violations  # noqa: F401 - DimRange re-exported
 from kernelgym.errors import TaskSpecError
 
 #: The built-in tasks, shipped inside the package.
@@ -124,6 +124,19 @@ class TaskSpec(BaseModel):
         if self.language not in available_languages():
             raise ValueError(f"language {self.language!r} has no backend; backends exist for "
                              f"{', '.join(available_languages())}")
+        for where, configs in (("seen_configs", self.seen_configs), ("interpreter_configs", self.interpreter_configs)):
+            for cfg in configs:
+                broken = violations(self.config_space, cfg)
+                if broken:
+                    raise ValueError(f"{where}: config {cfg} is outside config_space: {'; '.join(broken)}")
+        if self.roofline is not None:
+            from kernelgym.roofline import parse
+            known = {*self.config_space.dims, *self.config_space.derived, "itemsize"}
+            for field_name in ("bytes", "flops"):
+                unknown = parse(getattr(self.roofline, field_name))[1] - known
+                if unknown:
+                    raise ValueError(f"roofline.{field_name} names {sorted(unknown)}, which are neither dims, derived "
+                                     f"dims nor itemsize (known: {sorted(known)})")
         names = [o.name for o in self.outputs]
         if len(set(names)) != len(names):
             raise ValueError(f"outputs have duplicate names {names}")
@@ -165,8 +178,9 @@ class Task:
         return out
 
     def configs_for(self, interpreter: bool) -> list[dict[str, Any]]:
-        """The seen configs graded on this hardware: tiny ones on the CPU interpreter."""
-        return self.spec.interpreter_configs if interpreter else self.spec.seen_configs
+        """The seen configs graded on this hardware (tiny ones on the CPU interpreter), with their derived dims."""
+        configs = self.spec.interpreter_configs if interpreter else self.spec.seen_configs
+        return [expand(self.spec.config_space, c) for c in configs]
 
     def __repr__(self) -> str:
         return f"Task({self.env_id!r}, root={str(self.root)!r})"

@@ -24,9 +24,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
+from kernelgym.backends import get_backend
 from kernelgym.discovery import Dirs, discover_tasks_report, task_search_path
 from kernelgym.errors import KernelGymError
 from kernelgym.hardware import HardwareProfile, detect_profile
+
 from kernelgym.task import Task, load_task
 
 SEED = 0
@@ -188,6 +190,20 @@ def check_baseline(task: Task, hardware: HardwareProfile, sandbox: str) -> Check
     return Check(name, True, f"compiles and is correct on all {n} configs") if correct else Check(name, False, report)
 
 
+def check_baseline_builds(task: Task, sandbox: str) -> Check:
+    """The pristine baseline of a compiled language builds (compile-only where torch has no CUDA); its correctness
+    is not checked (no device here)."""
+    from kernelgym.grader import build as builds
+    name = "baseline builds"
+    result = builds.build(get_backend(task.spec.language), task.root, task.spec.editable_files, task.spec.entry_point,
+                          sandbox=sandbox)
+    if not result.ok:
+        return Check(name, False, result.log[-3000:])
+    only = (result.directory / "COMPILE_ONLY").is_file()
+    return Check(name, True, ("compiled, not linked (this torch has no CUDA)" if only else "built")
+                 + ("; from the cache" if result.cached else "") + "; correctness not checked without a GPU")
+
+
 def check_unique_name(task: Task, tasks_dir: Dirs) -> Check:
     """No other task on the search path (built-in, $KERNELGYM_TASKS_PATH, `tasks_dir`) has `task`'s name."""
     tasks, problems = discover_tasks_report(task_search_path(tasks_dir))
@@ -232,9 +248,21 @@ def validate_task(task_dir: str | Path, hardware: str | HardwareProfile | None =
         return checks + [Check("hardware", False, str(e))] + [Check(n, None, "not run: no hardware profile")
                                                                for n in names[2:]]
     if not hw.supports(task.spec.language):
-        return checks + [Check("hardware", False, f"{hw.name} ({hw.vendor}) cannot run {task.spec.language} "
-                                                  f"tasks; validate on a device that can (--hardware)")] + \
-            [Check(n, None, f"not run: {task.spec.language} does not run on {hw.id}") for n in names[2:]]
+        if not hw.interpreter or not get_backend(task.spec.language).BUILDS:
+            return checks + [Check("hardware", False, f"{hw.name} ({hw.vendor}) cannot run {task.spec.language} "
+                                                      f"tasks; validate on a device that can (--hardware)")] + \
+                [Check(n, None, f"not run: {task.spec.language} does not run on {hw.id}") for n in names[2:]]
+        # No GPU here, but a compiled language's baseline can still be built (compile-only where torch has no
+        # CUDA) and its reference run on the CPU: everything but the baseline's correctness is checked.
+        checks.append(Check("hardware", None, f"{hw.name} cannot run {task.spec.language} kernels: the reference and "
+                                              f"the unseen configs are checked on the CPU, the baseline only built"))
+        say("running the reference on the CPU")
+        checks.append(check_reference(task, hw))
+        say("generating unseen configs and running the reference on them")
+        checks.append(check_unseen(task, hw))
+        say("building the baseline (this takes a minute or two the first time)")
+        checks.append(check_baseline_builds(task, sandbox))
+        return checks
     checks.append(Check("hardware", True, f"{hw.name}" + (" (correctness only)" if hw.interpreter else "")))
     n = len(task.configs_for(hw.interpreter))
     say(f"running the reference on {n} configs")

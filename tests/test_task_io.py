@@ -155,3 +155,15 @@ def test_trivial_outputs_are_detected_per_rule():
     assert "all-zero" in trivial_output_passes(prepare_reference(torch.zeros(8, 8), tol), "float32", tol)
     assert "constant" in trivial_output_passes(prepare_reference(torch.full((8,), 7), None, "exact"), "int64")
     assert trivial_output_passes(prepare_reference(torch.arange(8), None, "exact"), "int64") is None
+
+
+def test_the_reference_process_gives_what_the_reference_gives_in_process(tmp_path):
+    # The process a GPU reference runs in (here on the CPU): the same outputs as in this process, in declared order.
+    from kernelgym.discovery import get_task
+    from kernelgym.grader.reference import reference_outputs, run_reference_process
+    task = get_task("triton-fused-add-rmsnorm")
+    jobs = [(task.spec.interpreter_configs[0], 3), (task.spec.interpreter_configs[1], 4)]
+    outs = run_reference_process(task, jobs, tmp_path, device="cpu")
+    for (cfg, seed), got in zip(jobs, outs):
+        want = reference_outputs(task, cfg, seed)
+        assert len(got) == 2 and all(torch.equal(g, w) for g, w in zip(got, want))

@@ -1,7 +1,7 @@
 """The task's reference outputs, computed by trusted code only: in this process on the CPU, or, for a task whose
 reference needs the GPU (``reference_device: cuda``), in a trusted process of its own that never runs candidate code.
 
-    python -m kernelgym.grader.reference TASK_DIR JOBS.json OUT.pt    # the GPU reference process
+    python -m kernelgym.grader.reference TASK_DIR JOBS.json OUT.pt [DEVICE]    # the GPU reference process
 """
 from __future__ import annotations
 
@@ -130,7 +130,8 @@ def _key(config: dict, seed: int) -> tuple[str, int]:
     return json.dumps(config, sort_keys=True), seed
 
 
-def run_reference_process(task: Task, jobs: list[tuple[dict, int]], work_dir: Path, timeout_s: float = 900.0) -> list:
+def run_reference_process(task: Task, jobs: list[tuple[dict, int]], work_dir: Path, timeout_s: float = 900.0,
+                          device: str = "cuda") -> list:
     """The reference outputs of `jobs`, computed on the GPU by a trusted subprocess (this module's ``__main__``); the
     candidate never runs there. Returns one tuple of CPU tensors per job.
 
@@ -143,7 +144,7 @@ def run_reference_process(task: Task, jobs: list[tuple[dict, int]], work_dir: Pa
     jobs_path, out_path = work_dir / "reference-jobs.json", work_dir / "reference-outputs.pt"
     jobs_path.write_text(json.dumps([[cfg, s] for cfg, s in jobs]))
     run = subprocess.run([sys.executable, "-m", "kernelgym.grader.reference", str(task.root), str(jobs_path),
-                          str(out_path)], capture_output=True, text=True, timeout=timeout_s)
+                          str(out_path), device], capture_output=True, text=True, timeout=timeout_s)
     if run.returncode != 0:
         raise TaskSpecError(f"{task.root}: the reference process failed (exit {run.returncode}):\n"
                             f"{(run.stdout + run.stderr)[-3000:]}")
@@ -151,17 +152,17 @@ def run_reference_process(task: Task, jobs: list[tuple[dict, int]], work_dir: Pa
     return [tuple(saved[output_key(j, o.name)] for o in task.spec.outputs) for j in range(len(jobs))]
 
 
-def _main(task_dir: str, jobs_path: str, out_path: str) -> None:
+def _main(task_dir: str, jobs_path: str, out_path: str, device: str = "cuda") -> None:
     import torch
 
     task = load_task(task_dir)
     jobs = json.loads(Path(jobs_path).read_text())
     saved = {}
     for j, (cfg, seed) in enumerate(jobs):
-        for o, r in zip(task.spec.outputs, reference_outputs(task, cfg, seed, "cuda")):
+        for o, r in zip(task.spec.outputs, reference_outputs(task, cfg, seed, device)):
             saved[output_key(j, o.name)] = r.detach().to("cpu")
     torch.save(saved, out_path)
 
 
 if __name__ == "__main__":
-    _main(*sys.argv[1:4])
+    _main(*sys.argv[1:5])

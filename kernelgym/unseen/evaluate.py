@@ -10,7 +10,8 @@ from pathlib import Path
 from typing import Any
 
 from kernelgym.grader import Grader, GraderConfig
-from kernelgym.grader.grader import HARNESS
+from kernelgym.backends import backend_path
+from kernelgym.grader.worker import HARNESS_FILES
 from kernelgym.hardware import HardwareProfile
 from kernelgym.task import Task
 
@@ -59,7 +60,9 @@ def _original_results(task: Task, hardware: HardwareProfile, configs: list[dict]
     h = hashlib.sha256()
     for rel in task.public_files():
         h.update(str(rel).encode() + (task.root / rel).read_bytes())
-    h.update(HARNESS.read_bytes() + json.dumps([configs, seed, hardware.id], sort_keys=True).encode())
+    for f in [p for p in HARNESS_FILES if p.is_file()] + [backend_path(task.spec.language)]:
+        h.update(f.read_bytes())  # the grading code: a change grades the original again
+    h.update(json.dumps([configs, seed, hardware.id], sort_keys=True).encode())
     cache = Path(os.environ.get("KERNELGYM_CACHE_DIR", Path.home() / ".cache" / "kernelgym"))
     path = cache / f"original-unseen-{task.name}-{hardware.id}-{h.hexdigest()[:16]}.json"
     if path.is_file():
