@@ -84,3 +84,15 @@ def test_unknown_task_suggests():
 def test_get_task_by_env_id_and_path():
     assert get_task("KernelArena/triton-rmsnorm-v0").name == "triton-rmsnorm"
     assert get_task(str(TASK_DIR)).name == "triton-rmsnorm"
+
+
+@pytest.mark.parametrize("name", sorted(discover_tasks()))
+def test_every_task_refuses_trivial_outputs_and_runs_its_reference_on_every_seen_config(name):
+    # Every task folder is checked for free: its reference runs on each config it is graded on (tiny ones here, the
+    # seen ones on a GPU), in the declared number of outputs, and neither zeros nor a constant pass any of them.
+    from kernelgym.grader.reference import prepare_outputs, reference_outputs, trivial_passes
+    task = get_task(name)
+    for cfg in task.configs_for(True) + task.configs_for(False)[:1]:
+        refs = reference_outputs(task, cfg, seed=0)
+        assert len(refs) == len(task.spec.outputs)
+        assert trivial_passes(task, cfg, prepare_outputs(task, cfg, refs)) == []
