@@ -35,6 +35,11 @@ def cmd_list(args: argparse.Namespace) -> int:
 
     profiles, profile_problems = discover_profiles(hardware_search_path(args.hardware_dir))
     tasks, task_problems = discover_tasks_report(task_search_path(args.tasks_dir))
+    if args.format == "markdown":
+        print(tasks_markdown(tasks, profiles))
+        for p in task_problems:  # on stderr: stdout stays the table (the README's task table is this output)
+            print(f"broken task, not registered: {p.message}", file=sys.stderr)
+        return 0
     # The env id holds the task name; `--task` and `validate` take either.
     table = Table(title="Tasks", title_justify="left", caption="configs: seen on a GPU / on the CPU interpreter",
                   caption_justify="left")
@@ -73,6 +78,20 @@ def cmd_list(args: argparse.Namespace) -> int:
     for message in policy_problems + [m for _, m in profile_problems]:
         console.print(f"[red]skipped:[/] {message}", soft_wrap=True)
     return 0
+
+
+def tasks_markdown(tasks: dict, profiles: dict) -> str:
+    """The tasks as a Markdown table: env id, kind, language, difficulty, and the hardware profiles that can grade
+    each (by its language's backend). README.md holds this table between its ``tasks:`` markers
+    (tests/test_readme.py checks that they agree)."""
+    def cell(text: str) -> str:
+        return str(text).replace("|", "\\|").replace("\n", " ")
+    rows = ["| env id | kind | language | difficulty | hardware |", "|---|---|---|---|---|"]
+    for task in tasks.values():
+        supported = [p.id for p in profiles.values() if p.supports(task.spec.language)]
+        rows.append(f"| `{cell(task.env_id)}` | {cell(task.spec.kind)} | {cell(task.spec.language)} | "
+                    f"{cell(task.spec.difficulty or '-')} | {cell(', '.join(supported) or '(none)')} |")
+    return "\n".join(rows)
 
 
 def cmd_run(args: argparse.Namespace) -> int:
@@ -240,6 +259,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="kernelgym", description="GPU-kernel optimization tasks as Gymnasium envs")
     sub = parser.add_subparsers(dest="command", required=True)
     listing = sub.add_parser("list", help="list tasks (and broken ones), policies and hardware profiles")
+    listing.add_argument("--format", choices=("table", "markdown"), default="table",
+                         help="table (default): tasks, broken tasks, policies and hardware profiles; markdown: only "
+                         "the tasks table, as Markdown (broken tasks on stderr)")
     add_search_dirs(listing)
     listing.set_defaults(func=cmd_list)
     run = sub.add_parser("run", help="run a policy on a task and grade it")
