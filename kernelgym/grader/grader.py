@@ -30,6 +30,7 @@ from kernelgym.backends import get_backend
 from kernelgym.errors import TaskSpecError
 from kernelgym.grader import build as builds
 from kernelgym.grader.files import copy_candidate, copy_editable, copy_public, write_new
+from kernelgym.grader.provenance import check_source
 from kernelgym.grader.protocol import (HARNESS_LOG, IMPORTED_MARKER, REQUEST, CheckResult, OutputSlot, Request,
                                        TimeResult, parse_check_result, parse_time_result, timed_output_name)
 from kernelgym.grader.score import arena_score
@@ -74,6 +75,9 @@ class GraderConfig:
     """Start a warm grading worker at reset and prepare the episode's grading in it while the agent works (CUDA
     start, inputs, the baseline's graphs, the references; see worker.py): submit-to-reward then pays only for
     running the candidate. False: each grading starts a fresh sandboxed process."""
+    static_check: bool = True
+    """Refuse candidates whose Python computes with PyTorch on the entry point's path, or imports the reference
+    (provenance.py): a config counts only where the candidate's own kernels did the work."""
     early_compare: bool = True
     """Compare the candidate's outputs with the references as the harness writes them, while it still runs (the
     verdicts are the same: every file is checked again once no candidate code runs; tests/test_fast_path.py)."""
@@ -213,13 +217,14 @@ class Grader:
         start = time.monotonic()
         session = self.session = self._session_for(seed)
         problems = copy_editable(self.task, Path(workspace).resolve(), session.gdir)
+        provenance = [] if problems or not self.config.static_check else self.static_findings(session.gdir)
         check, timed = self._run_candidate(session, problems)
         harness_done = time.monotonic()
         compile_stage = self.compile(problems, check, session)
         correct_stage, rows = Stage("correctness", None), [{"config": c} for c in self.configs]
         perf_stage, speedups = Stage("performance", None), None
         if compile_stage.passed:
-            correct_stage, rows = self.check_correctness(session, check)
+            correct_stage, rows = self.check_correctness(session, check, provenance)
         if correct_stage.passed:
             perf_stage, speedups, timed_ok = self.measure_performance(session, rows, timed)
             if not timed_ok:
@@ -244,8 +249,36 @@ class Grader:
                  for n in unsupported_launch_options((session.gdir / rel).read_text(errors="replace"), self.hardware)]
         return Stage("compile", True, [*session.build_notes, "module imported and kernels compiled", *notes])
 
-    def check_correctness(self, session: GradingSession, check: CheckResult) -> tuple[Stage, list[dict]]:
-        """Correctness gate: every config's outputs, as the harness saved them, compared here with the reference."""
+    def static_findings(self, gdir: Path) -> list[str]:
+        """The static provenance check (provenance.py) over the candidate's editable Python files in `gdir`."""
+        spec = self.task.spec
+        files = {}
+        for rel in spec.editable_files:
+            if rel.endswith(".py") and (gdir / rel).is_file():
+                files[rel] = (gdir / rel).read_text(errors="replace")
+        return [str(f) for f in check_source(files, spec.entry_point, spec.reference)]
+
+    def provenance_note(self) -> str:
+        """Which provenance checks ran, for the correctness stage's messages."""
+        checks = []
+        if self.config.static_check:
+            checks.append("static check of the Python source")
+        if getattr(self.backend, "LaunchCounter", None) is not None:
+            checks.append(f"a launch counter of the candidate's own {self.backend.LANGUAGE} kernels")
+        observer = ("no outside observer of the kernels that ran (CPU interpreter)" if self.hardware.interpreter
+                    else "no outside observer of the kernels that ran yet")
+        return f"provenance: {', '.join(checks) or 'none'}; {observer}"
+
+    def check_correctness(self, session: GradingSession, check: CheckResult,
+                          provenance: list[str] | None = None) -> tuple[Stage, list[dict]]:
+        """Correctness gate: every config's outputs, as the harness saved them, compared here with the reference;
+        no config counts where the static provenance check found PyTorch doing the work (`provenance`)."""
+        if provenance:
+            rows = [{"config": cfg, "correct": False, "max_abs_err": None,
+                     "error": "provenance: the output may be computed by PyTorch, not the candidate's kernels"}
+                    for cfg in self.configs]
+            return Stage("correctness", False, ["provenance: the candidate's own kernels must do the work; on the "
+                                                "entry point's path:", *provenance[:20], self.provenance_note()]), rows
         rows, messages = [], []
         if check.error:
             messages.append(check.error)
@@ -266,6 +299,7 @@ class Grader:
         passed = bool(rows) and all(r["correct"] for r in rows)
         if passed:
             messages.insert(0, f"all {len(rows)} configs within tolerance")
+        messages.append(self.provenance_note())
         return Stage("correctness", passed, messages), rows
 
     def measure_performance(self, session: GradingSession, rows: list[dict],

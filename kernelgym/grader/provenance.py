@@ -1,0 +1,235 @@
+"""Static provenance check: the candidate's Python must leave the computing to its own kernels.
+
+Run by the trusted parent on the editable files copied into the grading directory, before any candidate code runs.
+It reads the syntax tree (never regular expressions: an alias or a string concatenation does not slip through a
+name check), starting from the entry point: module-level code of every editable Python file (it runs at import),
+the entry function, and every function of those files it reaches by name. On that path it refuses:
+
+- torch attributes outside `TORCH_ALLOWED` (allocation, dtypes, devices, streams): ``torch.matmul``, ``torch.sum``,
+  ``torch.nn.functional.*``, ``torch.ops.*``; also through an alias (``import torch as T``, ``from torch import
+  matmul``, ``F = torch.nn.functional``) and ``getattr(torch, ...)``;
+- tensor methods that compute (`COMPUTE_METHODS`: ``x.sum()``, ``x @ w`` as `ast.MatMult`, ``x.float()``);
+- any import of, or file access naming, the task's reference module (the answer itself).
+
+Kernels (functions decorated with ``triton.jit``/``triton.autotune``/``triton.heuristics``) are not on the path: their
+``tl.*`` code is the candidate's own work. What this cannot see (code built at run time from strings, ``exec``,
+``__import__``) is refused by name too (`DYNAMIC`). The check is a first line: on a GPU an outside observer lists
+the kernels that actually ran (a later part of the provenance work); on the CPU interpreter this is the only check
+besides the launch counter, and the grade says so.
+"""
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass
+from pathlib import Path
+
+#: torch attributes the entry point's path may use: allocation, dtypes, devices, shapes, streams and events.
+TORCH_ALLOWED = frozenset({
+    "empty", "empty_like", "empty_strided", "zeros", "zeros_like", "ones", "ones_like", "full", "full_like",
+    "Tensor", "Size", "dtype", "device", "Generator", "cuda", "float16", "half", "bfloat16", "float32", "float",
+    "float64", "double", "int8", "uint8", "int16", "int32", "int64", "long", "int", "bool", "float8_e4m3fn",
+    "float8_e5m2", "float8_e4m3fnuz", "float8_e5m2fnuz", "is_tensor", "is_floating_point", "finfo", "iinfo",
+    "get_default_dtype", "no_grad", "inference_mode", "library", "version", "__version__", "Stream", "Event",
+})
+#: torch.cuda attributes allowed (streams, devices, properties): ``torch.cuda.<name>``.
+TORCH_CUDA_ALLOWED = frozenset({
+    "current_stream", "default_stream", "stream", "Stream", "Event", "current_device", "device", "get_device_properties",
+    "get_device_capability", "is_available", "device_count", "synchronize",
+})
+#: Tensor methods that compute: on the entry point's path they mean the output is computed by PyTorch.
+COMPUTE_METHODS = frozenset({
+    "sum", "mean", "max", "min", "amax", "amin", "prod", "var", "std", "norm", "matmul", "mm", "bmm", "mv", "dot",
+    "addmm", "baddbmm", "einsum", "softmax", "log_softmax", "exp", "exp2", "log", "log2", "sqrt", "rsqrt", "pow",
+    "square", "abs", "neg", "reciprocal", "mul", "mul_", "add_", "sub", "sub_", "div", "div_", "relu", "sigmoid",
+    "tanh", "gelu", "silu", "erf", "cumsum", "cumprod", "topk", "argsort", "argmax", "argmin", "gather",
+    "scatter", "scatter_add", "index_select", "masked_fill", "where", "clamp", "clip", "float", "half", "bfloat16",
+    "double", "to", "type", "type_as", "clone", "copy_", "logsumexp", "softplus", "lerp", "addcmul", "addcdiv",
+    "maximum", "minimum", "floor", "ceil", "round", "sign", "cos", "sin", "triu", "tril", "outer", "kron",
+    "index_add", "index_copy", "index_put", "index_put_", "masked_scatter", "repeat", "repeat_interleave", "flip",
+    "roll", "nonzero", "unique", "cross", "histc", "bincount",
+})
+# Left out though tensors have them, because Python's own containers share the name and a wrapper may use those:
+# add, sort, all, any, count, index. Their torch forms (torch.sort, ...) are refused as torch attributes.
+#: Names that run code built at run time: refused on the path.
+DYNAMIC = frozenset({"exec", "eval", "compile", "__import__", "importlib"})
+#: Decorators that make a function a kernel (its body is the candidate's own device code).
+KERNEL_DECORATORS = frozenset({"jit", "autotune", "heuristics"})
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One refused use: the file, line and what it is."""
+
+    file: str
+    line: int
+    what: str
+
+    def __str__(self) -> str:
+        return f"{self.file}:{self.line}: {self.what}"
+
+
+class _Module:
+    """One editable Python file: its tree, functions by name, and the names bound to torch and its submodules."""
+
+    def __init__(self, rel: str, source: str):
+        self.rel, self.tree = rel, ast.parse(source, filename=rel)
+        self.functions = {n.name: n for n in ast.walk(self.tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
+        self.torch_names: dict[str, str] = {}  # local name -> dotted torch path ("torch", "torch.nn.functional")
+        for node in ast.walk(self.tree):
+            if isinstance(node, ast.Import):
+                for a in node.names:
+                    if a.name == "torch" or a.name.startswith("torch."):
+                        self.torch_names[a.asname or a.name.split(".")[0]] = a.name if a.asname else "torch"
+            elif isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] == "torch":
+                for a in node.names:
+                    self.torch_names[a.asname or a.name] = f"{node.module}.{a.name}"
+
+
+def _is_kernel(fn: ast.AST) -> bool:
+    for d in getattr(fn, "decorator_list", []):
+        target = d.func if isinstance(d, ast.Call) else d
+        name = target.attr if isinstance(target, ast.Attribute) else getattr(target, "id", "")
+        if name in KERNEL_DECORATORS:
+            return True
+    return False
+
+
+def _dotted(node: ast.AST, torch_names: dict[str, str]) -> str | None:
+    """``torch.nn.functional.gelu`` for an attribute chain rooted at a name bound to torch, else None."""
+    parts = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if isinstance(node, ast.Name) and node.id in torch_names:
+        return ".".join([torch_names[node.id], *reversed(parts)])
+    return None
+
+
+def _torch_allowed(path: str) -> bool:
+    parts = path.split(".")
+    if parts[0] != "torch":
+        return False
+    if len(parts) == 1:
+        return True
+    if parts[1] == "cuda":
+        return len(parts) == 2 or parts[2] in TORCH_CUDA_ALLOWED
+    return parts[1] in TORCH_ALLOWED and (parts[1] != "library" and parts[1] != "version" or len(parts) <= 3)
+
+
+class _PathChecker(ast.NodeVisitor):
+    """Visits the code on the entry point's path of one module, collecting findings and the functions it calls."""
+
+    def __init__(self, module: _Module, reference_names: set[str]):
+        self.m, self.reference_names = module, reference_names
+        self.findings: list[Finding] = []
+        self.called: set[str] = set()
+
+    def add(self, node: ast.AST, what: str) -> None:
+        self.findings.append(Finding(self.m.rel, getattr(node, "lineno", 0), what))
+
+    def visit_FunctionDef(self, node):  # a nested or module-level def is visited only when reached by name
+        for d in node.decorator_list:
+            self.visit(d)
+
+    visit_AsyncFunctionDef = visit_FunctionDef
+
+    def visit_Lambda(self, node):
+        self.generic_visit(node)
+
+    def visit_Import(self, node):
+        for a in node.names:
+            self._check_import(node, a.name)
+
+    def visit_ImportFrom(self, node):
+        self._check_import(node, node.module or "")
+        for a in node.names:
+            if (node.module or "").split(".")[0] == "torch" and not _torch_allowed(f"{node.module}.{a.name}"):
+                self.add(node, f"imports torch compute `{node.module}.{a.name}`")
+
+    def _check_import(self, node, name: str) -> None:
+        if name.split(".")[0] in self.reference_names or name.split(".")[-1] in self.reference_names:
+            self.add(node, f"imports the task's reference module `{name}`")
+        if name.split(".")[0] in DYNAMIC:
+            self.add(node, f"imports `{name}` (code built at run time cannot be checked)")
+
+    def visit_Attribute(self, node):
+        path = _dotted(node, self.m.torch_names)
+        if path is not None:
+            if not _torch_allowed(path):
+                self.add(node, f"uses torch compute `{path}`")
+            return  # the chain is judged whole
+        self.generic_visit(node)
+
+    def visit_Name(self, node):
+        path = self.m.torch_names.get(node.id)
+        if path is not None and path != "torch" and not _torch_allowed(path):
+            self.add(node, f"uses torch compute `{path}` (imported as `{node.id}`)")
+        if node.id in DYNAMIC:
+            self.add(node, f"uses `{node.id}` (code built at run time cannot be checked)")
+        if node.id in self.m.functions:
+            self.called.add(node.id)
+
+    def visit_Call(self, node):
+        f = node.func
+        if isinstance(f, ast.Name) and f.id in ("getattr", "setattr", "vars") and node.args:
+            root = node.args[0]
+            if _dotted(root, self.m.torch_names) is not None or (isinstance(root, ast.Name) and root.id in self.m.torch_names):
+                self.add(node, f"`{f.id}` on a torch module (a computed attribute cannot be checked)")
+        if isinstance(f, ast.Name) and f.id == "open" or isinstance(f, ast.Attribute) and f.attr in (
+                "spec_from_file_location", "read_text", "read_bytes", "open", "load", "exec_module"):
+            for arg in ast.walk(node):
+                if isinstance(arg, ast.Constant) and isinstance(arg.value, str) and any(
+                        r in arg.value for r in self.reference_names):
+                    self.add(node, f"reads the task's reference ({arg.value!r})")
+        if isinstance(f, ast.Attribute) and f.attr in COMPUTE_METHODS and _dotted(f, self.m.torch_names) is None:
+            self.add(node, f"calls the tensor method `.{f.attr}()`, which computes with PyTorch")
+        self.generic_visit(node)
+
+    def visit_BinOp(self, node):
+        if isinstance(node.op, ast.MatMult):
+            self.add(node, "uses `@` (a PyTorch matmul)")
+        self.generic_visit(node)
+
+
+def check_source(files: dict[str, str], entry_point: str, reference: str) -> list[Finding]:
+    """Findings of the static provenance check over the candidate's editable Python files.
+
+    Args:
+        files: editable file path (relative, ``.py`` only) -> its source text.
+        entry_point: ``file.py:function`` of the task.
+        reference: the task's reference, ``file.py:function`` (its module must not be imported or read).
+
+    Returns:
+        Every refused use on the entry point's path, in file and line order; a file that does not parse is left to
+        the compile gate (no finding).
+    """
+    entry_file, entry_fn = entry_point.split(":")
+    ref_module = Path(reference.split(":")[0]).stem
+    reference_names = {ref_module, reference.split(":")[0]}
+    modules = {}
+    for rel, src in files.items():
+        try:
+            modules[rel] = _Module(rel, src)
+        except SyntaxError:
+            continue
+    findings: list[Finding] = []
+    for rel, m in modules.items():
+        checker = _PathChecker(m, reference_names)
+        for stmt in m.tree.body:  # module-level code runs at import
+            checker.visit(stmt)
+        todo = [entry_fn] if rel == entry_file else []
+        todo += [n for n in checker.called]
+        seen: set[str] = set()
+        while todo:
+            name = todo.pop()
+            fn = m.functions.get(name)
+            if name in seen or fn is None or _is_kernel(fn):
+                continue
+            seen.add(name)
+            before = set(checker.called)
+            for stmt in fn.body:
+                checker.visit(stmt)
+            todo += sorted(checker.called - before - seen)
+        findings += checker.findings
+    unique = {(f.file, f.line, f.what): f for f in findings}
+    return sorted(unique.values(), key=lambda f: (f.file, f.line, f.what))

@@ -1,0 +1,54 @@
+"""The static provenance check (kernelgym/grader/provenance.py): PyTorch computing the output on the entry point's
+path, through any spelling, is found; the built-in baselines and what a kernel wrapper needs (allocation, views,
+strides, launches) are not."""
+import pytest
+
+from kernelgym.discovery import discover_tasks, get_task
+from kernelgym.grader.provenance import check_source
+
+TASK = get_task("triton-rmsnorm")
+BASE = (TASK.root / "kernel.py").read_text()
+RET = "    return y.reshape(x.shape)"
+
+
+def findings(src):
+    return [str(f) for f in check_source({"kernel.py": src}, "kernel.py:rmsnorm", "reference.py:rmsnorm_reference")]
+
+
+@pytest.mark.parametrize("name", sorted(discover_tasks()))
+def test_every_built_in_baseline_passes(name):
+    task = get_task(name)
+    files = {f: (task.root / f).read_text() for f in task.spec.editable_files if f.endswith(".py")}
+    assert check_source(files, task.spec.entry_point, task.spec.reference) == []
+
+
+@pytest.mark.parametrize("source, expected", [
+    (BASE.replace(RET, "    return (x.float() * torch.rsqrt(x.float().pow(2).mean(-1, keepdim=True) + eps)).to(x.dtype)"),
+     "torch compute `torch.rsqrt`"),
+    ("import torch.nn.functional as F\n" + BASE.replace(RET, "    return F.rms_norm(x, (x.shape[-1],), weight, eps)"),
+     "torch.nn.functional.rms_norm"),
+    ("from torch import nn\n" + BASE.replace(RET, "    return nn.functional.silu(x)"), "torch.nn.functional.silu"),
+    ("from torch import rsqrt as r\n" + BASE, "imports torch compute `torch.rsqrt`"),
+    ("import torch as T\n" + BASE.replace(RET, "    return T.ops.aten.mul(x, 2)"), "torch.ops.aten.mul"),
+    (BASE.replace(RET, "    return getattr(torch, 'rs' + 'qrt')(x)"), "`getattr` on a torch module"),
+    (BASE.replace("import torch\n", "import torch\nfrom reference import rmsnorm_reference\n"), "reference module"),
+    (BASE.replace(RET, "    try:\n        return y.reshape(x.shape)\n    except Exception:\n        import reference\n"
+                       "        return reference.rmsnorm_reference(x, weight, eps)"), "reference module"),
+    (BASE.replace(RET, "    import importlib.util as u\n    s = u.spec_from_file_location('r', 'reference.py')\n"
+                       "    return y"), "reads the task's reference"),
+    (BASE.replace(RET, "    return _helper(x)\n\ndef _helper(x):\n    return x.sum(-1)"), "`.sum()`"),
+    (BASE.replace(RET, "    return x @ weight"), "uses `@`"),
+    (BASE.replace(RET, "    exec('y = x')\n    return y"), "uses `exec`"),
+])
+def test_pytorch_doing_the_work_is_found(source, expected):
+    assert any(expected in f for f in findings(source)), findings(source)
+
+
+def test_code_off_the_entry_points_path_and_inside_kernels_is_not_judged():
+    # A helper nobody calls, and a kernel body (tl.* is the candidate's own device code).
+    src = BASE + "\n\ndef _debug(x):\n    return x.sum()\n"
+    assert findings(src) == []
+
+
+def test_module_level_code_is_judged_it_runs_at_import():
+    assert any("torch.matmul" in f for f in findings(BASE + "\n_W = torch.matmul(torch.ones(2, 2), torch.ones(2, 2))\n"))
