@@ -54,7 +54,7 @@ class KernelArenaEnv(gym.Env):
     ## Rewards (Score)
     0 on every step but the last. On the last, the arena score of the kernel in the workspace: gated
     compile (+20) -> correctness on every seen config (+100) -> performance (+100 x speedup, the arithmetic
-    mean of per-config baseline/candidate median times). On the CPU interpreter there is no speedup term.
+    mean of per-config baseline/candidate times, each the interquartile mean of its timed runs). On the CPU interpreter there is no speedup term.
 
     ## Episode end
     terminated: the policy submitted. truncated: `max_steps` steps or `max_wall_s` seconds spent. The
@@ -140,7 +140,7 @@ class KernelArenaEnv(gym.Env):
         except ActionError as e:
             error = str(e)
             output = f"error: {e}"
-        except (OSError, ValueError) as e:  # e.g. a file name too long, a NUL byte in a path
+        except (OSError, ValueError, RecursionError) as e:  # a file name too long, a NUL byte, a path 2000 levels deep
             error = f"{type(e).__name__}: {e}"
             output = f"error: {error}"
         terminated = kind == "submit"

@@ -20,13 +20,15 @@ RETURN = "    return y.reshape(x.shape), r.reshape(x.shape)\n"
 @pytest.fixture
 def grade(tmp_path, require_bwrap):
     """grade(kernel_source) -> Grade of a fresh workspace (the task's public files) holding that kernel.py."""
-    def _grade(source):
+    def _grade(source, static_check=True):
         ws = tmp_path / "ws"
+        shutil.rmtree(ws, ignore_errors=True)
         ws.mkdir()
         for rel in TASK.public_files():
             shutil.copy(TASK.root / rel, ws / rel)
         (ws / "kernel.py").write_text(source)
-        return Grader(TASK, detect_profile(), tmp_path / "grading", GraderConfig(warm_worker=False)).grade(ws, seed=3)
+        return Grader(TASK, detect_profile(), tmp_path / "grading", GraderConfig(warm_worker=False,
+                                                                                    static_check=static_check)).grade(ws, seed=3)
     return _grade
 
 
@@ -54,7 +56,12 @@ def test_fast_version_grades_120(grade):
 
 
 def test_wrong_residual_out_fails_naming_it(grade):
+    # Returning the input x itself is refused as aliasing; a fresh tensor with x's values fails the comparison.
     g = grade(BASELINE.replace(RETURN, "    return y.reshape(x.shape), x\n"))
+    assert g.compiled and not g.correct and g.score == 20.0
+    assert "output 'residual_out' shares memory with argument 0" in failures(g)
+    g = grade(BASELINE.replace(RETURN, "    r.copy_(x2)\n    return y.reshape(x.shape), r.reshape(x.shape)\n"),
+              static_check=False)
     assert g.compiled and not g.correct and g.score == 20.0
     assert "residual_out" in failures(g) and "outside atol" in failures(g)
 

@@ -52,3 +52,12 @@ def test_code_off_the_entry_points_path_and_inside_kernels_is_not_judged():
 
 def test_module_level_code_is_judged_it_runs_at_import():
     assert any("torch.matmul" in f for f in findings(BASE + "\n_W = torch.matmul(torch.ones(2, 2), torch.ones(2, 2))\n"))
+
+
+def test_a_decorator_of_the_candidates_own_named_jit_does_not_make_a_kernel():
+    src = BASE.replace(RET, "    return work(x)") + "\n\ndef jit(f):\n    return f\n\n@jit\ndef work(x):\n    return x.mean(-1)\n"
+    assert any("`.mean()`" in f for f in findings(src)), findings(src)
+
+
+def test_methods_reached_through_torch_tensor_are_torch_compute():
+    assert any("torch.Tensor.mean" in f for f in findings(BASE.replace(RET, "    return torch.Tensor.mean(x, -1)")))

@@ -22,6 +22,8 @@ from kernelgym.sandbox import PYTHON, Limits, make_sandbox
 
 #: The file a finished build leaves in its directory; a directory without it is not a build.
 BUILT_MARKER = "BUILT"
+#: Address space per build process: a compiler told to `#include "/dev/zero"` stops here instead of taking the host.
+BUILD_MEMORY_BYTES = 8 << 30
 #: Files a source may include: part of the cache key.
 HEADER_SUFFIXES = (".h", ".hpp", ".cuh", ".inl", ".hip")
 
@@ -63,7 +65,8 @@ def build_key(backend: ModuleType, source_dir: Path, files: list[str]) -> str:
 
 
 def build(backend: ModuleType, source_dir: Path, editable_files: list[str], entry_point: str, *,
-          sandbox: str = "bwrap", gpu: bool = False, timeout_s: float = 600.0, root: Path | None = None) -> BuildResult:
+          sandbox: str = "bwrap", gpu: bool = False, timeout_s: float = 600.0, root: Path | None = None,
+          arch: str | None = None) -> BuildResult:
     """Build the sources in `source_dir` (a grading directory or the pristine baseline) with `backend`, or find the
     build in the cache.
 
@@ -78,9 +81,12 @@ def build(backend: ModuleType, source_dir: Path, editable_files: list[str], entr
     tmp = root / f"tmp-{key}-{uuid.uuid4().hex[:8]}"
     tmp.mkdir(parents=True)
     try:
-        box = make_sandbox(sandbox, tmp, readonly=[backend_path(backend.LANGUAGE), source_dir], gpu=gpu)
+        # No GPU in the build sandbox: a compiler needs none, and without it the memory limit applies (GPU runtimes
+        # reserve more address space than any limit); the backend reads the target architecture from `arch`.
+        box = make_sandbox(sandbox, tmp, readonly=[backend_path(backend.LANGUAGE), source_dir], gpu=False,
+                           env={"KERNELGYM_CUDA_ARCH": arch} if arch else {})
         run = box.run([PYTHON, str(backend_path(backend.LANGUAGE)), "build", str(source_dir), str(tmp), *files],
-                      limits=Limits(timeout_s=timeout_s, max_output_bytes=16000, memory_bytes=None))
+                      limits=Limits(timeout_s=timeout_s, max_output_bytes=16000, memory_bytes=BUILD_MEMORY_BYTES))
         log = run.output
         if run.timed_out:
             return BuildResult(False, None, f"the build ran past the {timeout_s:.0f} s limit and was killed\n{log}")

@@ -29,7 +29,7 @@ from typing import Any
 from kernelgym.backends import get_backend
 from kernelgym.errors import TaskSpecError
 from kernelgym.grader import build as builds
-from kernelgym.grader.files import copy_candidate, copy_editable, copy_public, write_new
+from kernelgym.grader.files import MAX_EDITABLE_BYTES, copy_candidate, copy_editable, copy_public, write_new
 from kernelgym.grader.provenance import check_source
 from kernelgym.grader.protocol import (HARNESS_LOG, IMPORTED_MARKER, REQUEST, CheckResult, OutputSlot, Request,
                                        TimeResult, parse_check_result, parse_time_result, timed_output_name)
@@ -217,7 +217,10 @@ class Grader:
         start = time.monotonic()
         session = self.session = self._session_for(seed)
         problems = copy_editable(self.task, Path(workspace).resolve(), session.gdir)
-        provenance = [] if problems or not self.config.static_check else self.static_findings(session.gdir)
+        # Read before any candidate code runs: afterwards the files may be links to anything (/proc/self/mem).
+        sources = {} if problems else self._editable_sources(session.gdir)
+        provenance = self.static_findings(sources) if self.config.static_check else []
+        session.launch_notes = [n for text in sources.values() for n in unsupported_launch_options(text, self.hardware)]
         check, timed = self._run_candidate(session, problems)
         harness_done = time.monotonic()
         compile_stage = self.compile(problems, check, session)
@@ -245,17 +248,18 @@ class Grader:
             return Stage("compile", False, problems)
         if check.stage == "compile":
             return Stage("compile", False, [check.error or "the candidate did not import"])
-        notes = [n for rel in self.task.spec.editable_files if (session.gdir / rel).is_file()
-                 for n in unsupported_launch_options((session.gdir / rel).read_text(errors="replace"), self.hardware)]
-        return Stage("compile", True, [*session.build_notes, "module imported and kernels compiled", *notes])
+        return Stage("compile", True, [*session.build_notes, "module imported and kernels compiled",
+                                       *session.launch_notes])
 
-    def static_findings(self, gdir: Path) -> list[str]:
-        """The static provenance check (provenance.py) over the candidate's editable Python files in `gdir`."""
+    def _editable_sources(self, gdir: Path) -> dict[str, str]:
+        """The editable files just copied into `gdir` (regular files, checked by `copy_editable`), as text."""
+        return {rel: read_untrusted(gdir / rel, MAX_EDITABLE_BYTES).decode(errors="replace")
+                for rel in self.task.spec.editable_files}
+
+    def static_findings(self, sources: dict[str, str]) -> list[str]:
+        """The static provenance check (provenance.py) over the candidate's editable Python files' `sources`."""
         spec = self.task.spec
-        files = {}
-        for rel in spec.editable_files:
-            if rel.endswith(".py") and (gdir / rel).is_file():
-                files[rel] = (gdir / rel).read_text(errors="replace")
+        files = {rel: text for rel, text in sources.items() if rel.endswith(".py")}
         return [str(f) for f in check_source(files, spec.entry_point, spec.reference)]
 
     def provenance_note(self) -> str:
@@ -331,7 +335,7 @@ class Grader:
                     "baseline_outer_runs_ms": t.baseline_outer_runs_ms or None,
                     "candidate_outer_runs_ms": t.candidate_outer_runs_ms or None})
                 stats = summarize(base_runs, cand_runs, self.config.rounds)
-            except TimingError as e:
+            except (TimingError, ArithmeticError) as e:  # numbers from the candidate's process: anything may come
                 return Stage("performance", False, [f"{cfg}: timing failed: {e}"]), None, True
             if note:
                 messages.append(f"{cfg}: {note}")
@@ -405,12 +409,16 @@ class Grader:
         spec = self.task.spec
         result = builds.build(self.backend, session.gdir, spec.editable_files, spec.entry_point,
                               sandbox=self.config.sandbox, gpu=not self.hardware.interpreter,
-                              timeout_s=self.config.timeout_s)
+                              timeout_s=self.config.timeout_s, arch=self._arch())
         if not result.ok:
             return CheckResult("compile", False, [], f"the candidate's sources did not build:\n{result.log[-6000:]}")
         builds.copy_build(result.directory, session.gdir / BUILD_DIR)
         session.build_notes = ["build cached: sources unchanged" if result.cached else "built"]
         return None
+
+    def _arch(self) -> str | None:
+        """The target architecture a build compiles for (the hardware profile's, e.g. sm_90), None on the CPU."""
+        return None if self.hardware.interpreter else self.hardware.arch
 
     def _baseline_built(self) -> Path:
         """The pristine baseline's build (compiled languages), built once per grader (cached across graders).
@@ -422,7 +430,7 @@ class Grader:
             spec = self.task.spec
             result = builds.build(self.backend, self.baseline_dir, spec.editable_files, spec.entry_point,
                                   sandbox=self.config.sandbox, gpu=not self.hardware.interpreter,
-                                  timeout_s=self.config.timeout_s)
+                                  timeout_s=self.config.timeout_s, arch=self._arch())
             if not result.ok:
                 raise TaskSpecError(f"{self.task.root}: the task's baseline does not build:\n{result.log[-6000:]}")
             self._baseline_build = result.directory

@@ -139,6 +139,18 @@ def collect(ret, args, slots):
     outs = tuple(next(it) if s.arg is None else args[s.arg] for s in slots)
     for out in outs:
         _plain(out)
+    # A returned output must be memory of its own: an input returned as an output (or changed in place and returned)
+    # would be written by the poison and the next input set, and two outputs in one block would hide each other.
+    taken = {a.untyped_storage().data_ptr(): f"argument {i}" for i, a in enumerate(args)
+             if isinstance(a, torch.Tensor) and a.numel()}
+    for out, slot in zip(outs, slots):
+        if slot.arg is not None or not out.numel():
+            continue
+        ptr = out.untyped_storage().data_ptr()
+        if ptr in taken:
+            raise ValueError(f"output {slot.name!r} shares memory with {taken[ptr]}: return a tensor of its own "
+                             f"(outputs written into an argument must be declared with `arg` in task.yaml)")
+        taken[ptr] = f"output {slot.name!r}"
     return outs
 
 
@@ -203,9 +215,8 @@ _streams = {}
 def _capture_stream():
     """The one side stream every graph is captured on (as torch.cuda.graph's default_capture_stream). The caching
     allocator reuses a freed block only for the stream it was allocated on: with a new stream per capture, the
-    candidate's graph could not reuse the block the baseline's output left in the shared pool, and wrote its output
-    elsewhere (0.3-3 GB apart on the H200), and a copy of the baseline timed 1% slow: mean self-speedup 0.990 with
-    a stream per capture, 0.996 with this one (benchmarks/results, 2026-11-29 runs 14 and 15)."""
+    candidate's graph could not reuse the block the baseline's output left in the shared pool and would write its
+    output elsewhere, which times differently: one capture stream keeps both outputs at the same address."""
     if "capture" not in _streams:
         _streams["capture"] = torch.cuda.Stream()
     return _streams["capture"]
@@ -274,8 +285,7 @@ class Timed:
             raise RuntimeError("events in the graph did not time it")
         self.out = collect(ret, self.args, self.slots)  # also here: the call captured may return what warm-up did not
         self.graph, self.inner = graph, inner
-        returned = [o for o, s in zip(self.out, self.slots) if s.arg is None]
-        self.out_address = returned[0].data_ptr() if returned else None
+        self.out_address = tuple(o.data_ptr() for o, s in zip(self.out, self.slots) if s.arg is None)
 
     def poison(self):
         """Fill a graph's returned output blocks with NaN (floating-point outputs; their type was checked at capture):
@@ -300,7 +310,7 @@ class Timed:
 def time_pair(base, cand, pool, flush, reps, rounds, reset_l2, expected=None, tolerances=None):
     """Interleave baseline and candidate in `rounds` rounds (order alternating), reps/rounds timed runs each, one
     run at a time, with Python's garbage collector off (as timeit does: a collection between the flush and the
-    launch left the GPU idle before some runs and slowed them, 2026-11-29 run 18).
+    launch leaves the GPU idle before that run and slows it).
 
     Before each timed run, outside the timed window: fresh input values copied in, the graphs' shared output block
     poisoned with NaN, and the cache flushed (a read of `flush_bytes`, which leaves clean lines), so neither kernel
@@ -344,9 +354,8 @@ def time_pair(base, cand, pool, flush, reps, rounds, reset_l2, expected=None, to
             for who, t in order:
                 checked = _randbelow(per_round)
                 for j in range(per_round):
-                    # One run at a time: a graph's events are re-recorded by its next replay. (Queueing the next run's
-                    # refresh and flush before reading this one saved time but made the runs far noisier on the H200:
-                    # per-config spread p95 8% instead of 1-2%; benchmarks/results, 2026-11-29 run 8.)
+                    # One run at a time: a graph's events are re-recorded by its next replay, and a run queued behind
+                    # the next run's refresh and flush is timed with the host's work in between.
                     used = stage(t)
                     _record(start)
                     t.call()
@@ -471,9 +480,8 @@ def _perturb(a, gen):
 
 def run_timing(req, state, cand_fn):
     """Time the candidate against the prepared baseline on every config, in task order; save its timed-path output
-    per config (`protocol.timed_output_name`) as soon as that config is done. (Largest first, which let the parent compare
-    the big outputs sooner, made the small configs, timed last, read 3.5% slow for a copy of the baseline on the
-    H200, against about 1% in task order: benchmarks/results, 2026-11-29.)"""
+    per config (`protocol.timed_output_name`) as soon as that config is done. Task order, not largest first: small
+    configs timed after large ones read slow (benchmarks/results/README.md has the measurements)."""
     results = []
     for i, (cfg, pool, static, graph_pool, base, expected) in enumerate(state.timing):
         t = time.monotonic()

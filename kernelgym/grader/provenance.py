@@ -75,7 +75,15 @@ class _Module:
         self.rel, self.tree = rel, ast.parse(source, filename=rel)
         self.functions = {n.name: n for n in ast.walk(self.tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
         self.torch_names: dict[str, str] = {}  # local name -> dotted torch path ("torch", "torch.nn.functional")
+        self.triton_names: dict[str, str] = {}  # local name -> dotted triton path ("triton", "triton.jit")
         for node in ast.walk(self.tree):
+            if isinstance(node, ast.Import):
+                for a in node.names:
+                    if a.name == "triton" or a.name.startswith("triton."):
+                        self.triton_names[a.asname or "triton"] = a.name if a.asname else "triton"
+            elif isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] == "triton":
+                for a in node.names:
+                    self.triton_names[a.asname or a.name] = f"{node.module}.{a.name}"
             if isinstance(node, ast.Import):
                 for a in node.names:
                     if a.name == "torch" or a.name.startswith("torch."):
@@ -85,11 +93,14 @@ class _Module:
                     self.torch_names[a.asname or a.name] = f"{node.module}.{a.name}"
 
 
-def _is_kernel(fn: ast.AST) -> bool:
+def _is_kernel(fn: ast.AST, triton_names: dict[str, str]) -> bool:
+    """Whether `fn` is decorated with Triton's own ``jit``/``autotune``/``heuristics`` (resolved through the imports:
+    a decorator of the candidate's own that is merely called ``jit`` does not make a function a kernel)."""
     for d in getattr(fn, "decorator_list", []):
         target = d.func if isinstance(d, ast.Call) else d
-        name = target.attr if isinstance(target, ast.Attribute) else getattr(target, "id", "")
-        if name in KERNEL_DECORATORS:
+        path = _dotted(target, triton_names) if isinstance(target, ast.Attribute) else triton_names.get(
+            getattr(target, "id", ""))
+        if path and path.split(".")[0] == "triton" and path.split(".")[-1] in KERNEL_DECORATORS:
             return True
     return False
 
@@ -112,8 +123,9 @@ def _torch_allowed(path: str) -> bool:
     if len(parts) == 1:
         return True
     if parts[1] == "cuda":
-        return len(parts) == 2 or parts[2] in TORCH_CUDA_ALLOWED
-    return parts[1] in TORCH_ALLOWED and (parts[1] != "library" and parts[1] != "version" or len(parts) <= 3)
+        return len(parts) == 2 or (len(parts) == 3 and parts[2] in TORCH_CUDA_ALLOWED)
+    # Exactly torch.<name>: torch.Tensor.mean(x) computes, though torch.Tensor itself is allowed.
+    return len(parts) == 2 and parts[1] in TORCH_ALLOWED
 
 
 class _PathChecker(ast.NodeVisitor):
@@ -223,7 +235,7 @@ def check_source(files: dict[str, str], entry_point: str, reference: str) -> lis
         while todo:
             name = todo.pop()
             fn = m.functions.get(name)
-            if name in seen or fn is None or _is_kernel(fn):
+            if name in seen or fn is None or _is_kernel(fn, m.triton_names):
                 continue
             seen.add(name)
             before = set(checker.called)

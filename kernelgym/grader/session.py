@@ -42,6 +42,8 @@ class GradingSession:
     started: float = field(default_factory=time.monotonic)
     compare_log: list[tuple[str, int, float, float]] = field(default_factory=list)
     build_notes: list[str] = field(default_factory=list)
+    launch_notes: list[str] = field(default_factory=list)
+    """Launch options in the sources that this hardware does not support (launch_options.py)."""
     """What the compile gate's build step said (compiled languages)."""
     _memo: dict = field(default_factory=dict)
     _files: dict = field(default_factory=dict)

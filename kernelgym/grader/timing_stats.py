@@ -2,9 +2,8 @@
 
 The centre of a set of runs is the interquartile mean (the mean of the middle half), not the median: it is as
 robust to outliers (a preempted run, a clock change) but not bound to the timer's tick. CUDA event times come
-in steps of 32 ns (the smallest step seen on the H200: benchmarks/results/2026-11-29-h200-timing-bias.json),
-0.64% of a 5 µs kernel, so two medians of the same kernel differ by whole ticks; the mean of 50 middle values
-does not.
+in steps of tens of ns (32 ns on the H200), about 0.6% of a 5 µs kernel, so two medians of the same kernel differ by
+whole ticks; the mean of 50 middle values does not.
 """
 from __future__ import annotations
 
@@ -14,6 +13,10 @@ import statistics
 
 class TimingError(ValueError):
     """The reported runs are malformed: not lists of finite positive numbers, of equal length, one per round."""
+
+
+#: No timed run of one kernel call takes longer (ms): a larger number is not a measurement (and would overflow sums).
+MAX_RUN_MS = 1e7
 
 
 def interquartile_mean(values: list[float]) -> float:
@@ -30,8 +33,8 @@ def _runs(values, name: str) -> list[float]:
         xs = [float(v) for v in values]
     except (TypeError, ValueError, OverflowError):
         raise TimingError(f"{name}: not numbers") from None
-    if not all(math.isfinite(x) and x > 0 for x in xs):
-        raise TimingError(f"{name}: every time must be finite and positive")
+    if not all(math.isfinite(x) and 0 < x <= MAX_RUN_MS for x in xs):
+        raise TimingError(f"{name}: every time must be finite, positive and at most {MAX_RUN_MS:g} ms")
     return xs
 
 
@@ -64,8 +67,8 @@ def summarize(baseline_runs, candidate_runs, rounds: int) -> dict:
 #: than the baseline's before its in-graph times are set aside. Outside those events lie the graph's launch and
 #: whatever the graph does after its end event: work captured there (e.g. by setting the capture's dependencies back
 #: to the start event, so the end event no longer waits for the kernel) runs untimed by the in-graph events, but not
-#: by the events around the call. Honest copies of the baseline stayed within one 32 ns tick of it on the H200
-#: (2026-11-29 run 19); that attack was 1.6-42 µs over (benchmarks/attacks.py, run 19).
+#: by the events around the call. An honest copy of the baseline stays within one timer tick of it; work moved past
+#: the end event costs at least a kernel's launch, microseconds (benchmarks/attacks.py measures both).
 GAP_SLACK_MS = 0.0005
 
 
@@ -83,8 +86,8 @@ def choose_runs(timed: dict) -> tuple[list, list, str | None]:
     latency, which compresses speedups of kernels of a few µs, but leave no work of the candidate untimed. Not a
     penalty: a graph of many nodes may take longer to launch than the baseline's (not measured), and is then only
     timed less finely. (Lower quartile, not median: work left outside the events is there in every run, a late
-    launch only in some; single honest gradings had medians up to 13 µs wider while a garbage collection could
-    run between flush and launch, 2026-11-29 run 18.) Results without outer runs are summarized as they are.
+    launch only in some, and the host can delay a launch in many runs of one grading.) Results without outer runs
+    are summarized as they are.
 
     Raises:
         TimingError: the runs are malformed.

@@ -14,7 +14,7 @@ import secrets
 from pathlib import Path
 from typing import Any
 
-from kernelgym.grader.reference import load_reference
+from kernelgym.grader.reference import reference_outputs
 from kernelgym.hardware import HardwareProfile
 from kernelgym.task import Task
 from kernelgym.unseen.generator import generate_unseen_configs
@@ -41,15 +41,14 @@ def _secret_seed(task: Task, seed: int) -> int:
 def _validator(task: Task):
     import torch
 
-    reference, builder = load_reference(task)
-
     def validate(cfg: dict) -> str | None:
         try:
-            out = reference(*builder(cfg, 0, "cpu"))
+            outs = reference_outputs(task, cfg, 0)
         except Exception as e:  # noqa: BLE001 - the reference failing rejects the config
             return f"the reference failed: {type(e).__name__}: {e}"
-        if not isinstance(out, torch.Tensor) or not bool(torch.isfinite(out).all()):
-            return "the reference gave a non-finite output"
+        for o, out in zip(task.spec.outputs, outs):
+            if not isinstance(out, torch.Tensor) or (out.is_floating_point() and not bool(torch.isfinite(out).all())):
+                return f"the reference gave a non-finite output {o.name!r}"
         return None
     return validate
 

@@ -47,5 +47,11 @@ class UnseenConfigEval(gym.Wrapper):
             if not self.reveal_configs:  # info may reach a policy or a log: keep the values private
                 for i, row in enumerate(result["configs"]):
                     row["config"] = f"unseen-{i} ({row['category']})"
+                    # Error texts name the config and can carry anything the kernel printed: reduced to whether
+                    # there was one.
+                    for key in ("original_error", "optimized_error"):
+                        if row.get(key):
+                            row[key] = "failed (message withheld: it may name the unseen config; reveal_configs=True "\
+                                       "shows it)"
             info = {**info, "unseen": result}
         return obs, reward, terminated, truncated, info
