@@ -242,11 +242,19 @@ DEFENCES: tuple[Defence, ...] = (
             "kernelgym.grader.harness:serve", _a("worker_memory_from_candidate"), "ci"),
 
     # -- what the harness checks in the candidate's process ------------------------------------------------------------
+    Defence("static_provenance_check", "PyTorch (or the task's reference) doing the work on the entry point's path, "
+            "instead of or beside the candidate's kernels",
+            "the parent reads the syntax tree of the editable Python before any candidate code runs, from the entry "
+            "point along what it reaches by name (kernels excluded), and refuses torch compute through any alias, "
+            "computing tensor methods, code built at run time and any import or read of the reference: a syntax tree, "
+            "not regular expressions, so an alias does not slip through. A first line: nothing yet observes from "
+            "outside which kernels ran, and it reads Python only (README, known limits)",
+            "kernelgym.grader.provenance:check_source", _a("pytorch_fallback_no_launch"), "ci"),
     Defence("triton_launch_required", "a Triton kernel defined but never launched, with a PyTorch fallback doing the "
             "work",
             "for Triton tasks a config fails when no @triton.jit function from the candidate's own files was "
-            "launched; a static scan of the source is fooled by dead code. A token launch beside PyTorch compute "
-            "still passes (README, known limits)",
+            "launched, counted at run time where the static check reads only source; the counter lives in the "
+            "candidate's process, which can bump it itself (README, known limits)",
             "kernelgym.backends.triton:LaunchCounter", _a("pytorch_fallback_no_launch"), "ci"),
     Defence("plain_tensor_outputs", "a tensor subclass as output, whose __torch_function__ computes lazily when the "
             "output is compared or copied out, outside the timed window",

@@ -6,6 +6,7 @@ torch.save so that the harness itself writes garbage.
 Defence: `untrusted_file_reader` (every candidate-written file is opened O_NOFOLLOW | O_NONBLOCK and read only as
 a regular file under a size cap, then parsed into the expected shape; anything else is a failed stage with a
 message, never a hang or a crash).
+The torch.save patch is graded with the static provenance check off, which refuses it first.
 Honest twin: the harness's own results, regular files of the expected shape, are read (every honest grading).
 """
 import pytest
@@ -66,7 +67,7 @@ import os as _os, torch as _torch
 _d = _os.path.dirname(_os.path.abspath(__file__))
 _torch.save = lambda obj, path, *a, **k: open(path, "w").write("[]")
 '''
-    g = grade(src)
+    g = grade(src, config=GraderConfig(static_check=False))
     assert g.compiled and not g.correct and g.score == 20.0
     assert "unreadable" in "\n".join(g.stages[1].messages)
 
@@ -79,6 +80,6 @@ import os as _os, torch as _torch
 _d = _os.path.dirname(_os.path.abspath(__file__))
 _torch.save = lambda obj, path, *a, **k: open(path, "w").write("[]")
 '''
-    g = grade(src)
+    g = grade(src, config=GraderConfig(static_check=False))
     assert g.compiled and not g.correct and g.score == 20.0
     assert "unreadable" in "\n".join(g.stages[1].messages)

@@ -6,6 +6,8 @@ own outputs.pt (the zeros), written later, was never read. Found by an adversari
 Defence: `outputs_reread_when_replaced` (the final comparison, made when no candidate code runs any more, checks
 each file's identity and compares again whatever was replaced or rewritten since it was read early; a config not
 yet compared early is read from the file as it is at the end, not from the early copy).
+The grading test turns the static provenance check off: it refuses this kernel first, for reading reference.py
+(`static_provenance_check`), while the attack needs no reference (the answers could come from anywhere).
 Honest twin: an honest kernel's outputs, compared early, are not read twice (tests/test_performance.py,
 test_outputs_are_compared_while_the_candidate_still_runs).
 
@@ -17,6 +19,7 @@ import time
 import torch
 
 from kernelgym.discovery import get_task
+from kernelgym.grader import GraderConfig
 from kernelgym.grader.protocol import check_seed, output_key
 from kernelgym.grader.reference import reference_outputs
 from kernelgym.grader.session import GradingSession
@@ -57,7 +60,7 @@ def rmsnorm(x, weight, eps=1e-6):
 def test_outputs_written_by_the_candidate_before_the_harness_are_not_graded(grade):
     # Returns zeros, but at import saves the right answers as outputs.pt, which the parent's early comparison used
     # to read and keep; the harness's own outputs.pt came later.
-    g = grade(FORGED_OUTPUTS_EARLY)
+    g = grade(FORGED_OUTPUTS_EARLY, config=GraderConfig(static_check=False))
     assert g.compiled and not g.correct and g.score == 20, g.summary()
 
 

@@ -4,8 +4,12 @@ the comparison a harness might make, so that any comparison made there says "equ
 
 Defence: `correctness_in_trusted_parent` (the harness only saves outputs; the parent compares them with a reference
 it computed itself from the pristine task: nothing the candidate patches takes part in the decision).
+Graded with the static provenance check off, which refuses the assignments to torch first
+(`static_provenance_check`): a patch it cannot see (built at run time, or made in a thread) would be the same attack.
 Honest twin: the baseline, unpatched, scores 120 (tests/test_grader.py).
 """
+from kernelgym.grader import GraderConfig
+
 PATCH_THE_CHECKER = r'''
 import torch, triton, triton.language as tl
 
@@ -31,6 +35,6 @@ def rmsnorm(x, weight, eps=1e-6):
 
 
 def test_patching_the_checker_in_the_candidates_process_passes_nothing(grade):
-    g = grade(PATCH_THE_CHECKER)
+    g = grade(PATCH_THE_CHECKER, config=GraderConfig(static_check=False))
     assert g.compiled and not g.correct and g.score == 20.0, g.summary()
     assert any("outside atol" in (c["error"] or "") or "relative L2" in (c["error"] or "") for c in g.configs)

@@ -1,21 +1,31 @@
 """Attack: a Triton kernel defined but never launched, with PyTorch doing the work (the kernel file imports and
 compiles, the output is right).
 
-Defence: `triton_launch_required` (for Triton tasks a config fails when no @triton.jit function from the
-candidate's own files was launched while computing it). Not caught: a token launch beside PyTorch compute
+Defences: `static_provenance_check` (before any candidate code runs, the parent reads the entry point's path in the
+syntax tree and refuses the torch compute on it) and `triton_launch_required` (for Triton tasks a config fails when
+no @triton.jit function from the candidate's own files was launched while computing it; tested with the static check
+off, as a fallback it cannot see would be). Not caught: compute the static check cannot see beside a token launch
 (docs/THREAT_MODEL.md, known limits).
 Honest twin: the baseline, which launches its kernel, scores 120 (tests/test_grader.py).
 """
 from kernelgym.discovery import get_task
+from kernelgym.grader import GraderConfig
 
 BASELINE = (get_task("triton-rmsnorm").root / "kernel.py").read_text()
+# The Triton kernel is defined but never launched; PyTorch does the work.
+FALLBACK = BASELINE.replace('''    rmsnorm_kernel[(n_rows,)](''', '''    y = (x2.float() * torch.rsqrt(x2.float().pow(2).mean(-1, keepdim=True) + eps) * weight.float()).to(x.dtype)
+    return y.reshape(x.shape)
+    rmsnorm_kernel[(n_rows,)](''')
+
+
+def test_pytorch_compute_on_the_entry_points_path_is_refused_before_it_runs(grade):
+    g = grade(FALLBACK)
+    assert g.compiled and not g.correct and g.score == 20.0
+    text = "\n".join(g.stages[1].messages)
+    assert "provenance" in text and "rsqrt" in text, g.summary()
 
 
 def test_pytorch_fallback_without_a_triton_launch_fails(grade):
-    # The Triton kernel is defined but never launched; PyTorch does the work.
-    src = BASELINE.replace('''    rmsnorm_kernel[(n_rows,)](''', '''    y = (x2.float() * torch.rsqrt(x2.float().pow(2).mean(-1, keepdim=True) + eps) * weight.float()).to(x.dtype)
-    return y.reshape(x.shape)
-    rmsnorm_kernel[(n_rows,)](''')
-    g = grade(src)
+    g = grade(FALLBACK, config=GraderConfig(static_check=False))
     assert g.compiled and not g.correct and g.score == 20.0
     assert "no triton kernel" in "\n".join(g.stages[1].messages).lower()

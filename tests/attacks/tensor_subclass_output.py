@@ -4,13 +4,14 @@ and a subclass only from the call captured into the timed graph.
 
 Defence: `plain_tensor_outputs` (outputs must be exactly torch.Tensor: checked at the check, at capture, where a
 subclass is refused rather than a reason to fall back to eager timing, and in the timed runs).
+Graded with the static provenance check off: this test is about the output's type, whatever that check sees.
 Honest twin: the baseline returns a plain tensor and scores 120 (tests/test_grader.py).
 """
 import pytest
 import torch
 
 from kernelgym.discovery import get_task
-from kernelgym.grader import harness
+from kernelgym.grader import GraderConfig, harness
 
 BASELINE = (get_task("triton-rmsnorm").root / "kernel.py").read_text()
 SLOTS = [harness.protocol.OutputSlot("out")]  # one returned output
@@ -27,7 +28,7 @@ class Lazy(torch.Tensor):
 def rmsnorm(x, weight, eps=1e-6):
     return _rmsnorm(x, weight, eps).as_subclass(Lazy)
 '''
-    g = grade(src)
+    g = grade(src, config=GraderConfig(static_check=False))
     assert g.compiled and not g.correct and "not a subclass" in "\n".join(g.stages[1].messages), g.summary()
 
 

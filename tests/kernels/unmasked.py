@@ -27,8 +27,10 @@ def rmsnorm(x: torch.Tensor, weight: torch.Tensor, eps: float = 1e-6) -> torch.T
     x2 = x.reshape(-1, x.shape[-1]).contiguous()
     # Pad the allocation so the unmasked tail stays inside it: wrong results, not a crash.
     y = torch.empty(x2.numel() + BLOCK_SIZE, dtype=x.dtype, device=x.device)[: x2.numel()].view_as(x2)
-    xp = torch.cat([x2.flatten(), x2.new_zeros(BLOCK_SIZE)])
-    wp = torch.cat([weight, weight.new_zeros(BLOCK_SIZE)])
+    xp = x2.new_zeros(x2.numel() + BLOCK_SIZE)  # padded copies: the unmasked loads past the end read zeros
+    xp[: x2.numel()] = x2.flatten()
+    wp = weight.new_zeros(weight.numel() + BLOCK_SIZE)
+    wp[: weight.numel()] = weight
     n_rows, n_cols = x2.shape
     rmsnorm_kernel[(n_rows,)](xp, wp, y, n_cols, n_cols, n_cols, eps, BLOCK=BLOCK_SIZE)
     return y.reshape(x.shape)
