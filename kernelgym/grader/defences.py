@@ -163,6 +163,11 @@ DEFENCES: tuple[Defence, ...] = (
             "a host file",
             "the parent creates every file with O_EXCL | O_NOFOLLOW: it never writes through anything already there",
             "kernelgym.grader.files:write_new", _a("planted_link_in_grading_dir"), "ci"),
+    Defence("sources_read_before_run", "the candidate swapping its own source file, after the copy, for a link to "
+            "/proc/self/mem (or a FIFO) that the parent would read later",
+            "the parent reads the editable sources once, as capped regular files, right after copying them in and "
+            "before any candidate code runs; every later use (the static check, launch-option notes) takes that text",
+            "kernelgym.grader.grader:Grader._editable_sources", _a("swap_source_for_link"), "ci"),
     Defence("untrusted_file_reader", "a FIFO, directory, device or symlink in place of a result file, hanging the "
             "parent or pointing it at a host file",
             "every candidate-written file is opened O_NOFOLLOW | O_NONBLOCK and read only as a regular file under a "
@@ -256,6 +261,11 @@ DEFENCES: tuple[Defence, ...] = (
             "launched, counted at run time where the static check reads only source; the counter lives in the "
             "candidate's process, which can bump it itself (README, known limits)",
             "kernelgym.backends.triton:LaunchCounter", _a("pytorch_fallback_no_launch"), "ci"),
+    Defence("outputs_own_memory", "an input returned as the output (or two outputs in one block), which the "
+            "poison and the next input set overwrite, so the per-run check blames the baseline",
+            "a returned output must have storage of its own, not an argument's or another output's; outputs written "
+            "into an argument are declared with `arg` in task.yaml",
+            "kernelgym.grader.harness:collect", _a("output_aliases_input"), "ci"),
     Defence("plain_tensor_outputs", "a tensor subclass as output, whose __torch_function__ computes lazily when the "
             "output is compared or copied out, outside the timed window",
             "outputs must be exactly torch.Tensor, checked at the check, at capture (no eager fallback for it) and "

@@ -1,6 +1,6 @@
 """Attack: the candidate's process (which the timing runs in) writes its own timing result: per-run times that are
-strings, Inf, negative, missing or one short, a config list that is not one, a missing stage; or claims success
-with ``"ok": "yes"``.
+strings, Inf, negative, missing or one short, so large that sums overflow, a config list that is not one, a missing
+stage; or claims success with ``"ok": "yes"``.
 
 Defence: `timing_numbers_validated` (the parent parses the result, checks every run time is a finite positive
 number in equal rounds, and computes the statistics itself; a malformed result fails the performance stage only,
@@ -12,7 +12,8 @@ import pytest
 
 @pytest.mark.parametrize("bad", [{"baseline_runs_ms": ["fast"] * 100}, {"baseline_runs_ms": [float("inf")] * 100},
                                  {"candidate_runs_ms": [-1.0] * 100}, {"candidate_runs_ms": []},
-                                 {"candidate_runs_ms": [0.05] * 99}, {"baseline_runs_ms": "0.05"}, {"ok": "yes"}])
+                                 {"candidate_runs_ms": [0.05] * 99}, {"baseline_runs_ms": "0.05"}, {"ok": "yes"},
+                                 {"baseline_runs_ms": [1e300] * 100}])
 def test_forged_or_malformed_times_earn_no_speedup_and_never_crash(fake_grader, monkeypatch, bad):
     g = fake_grader([(0.05, 0.05)] * 5)
     real = g._run_harness
