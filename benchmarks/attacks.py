@@ -1,4 +1,5 @@
-"""Kernel-only attacks on the timing, graded on a GPU (no harness patching): what the grader makes of them.
+"""Kernel-only attacks on the timing, graded on a GPU (no harness patching): what the timing defences make of them
+(with the static provenance check off, which refuses both kernels' source before timing by default).
 
 - ``attack_fingerprint.py``: computes only on the inputs it saw first (the verification set); must fail: every
   timed run of the candidate is checked against the baseline's output on the same inputs.
@@ -27,7 +28,10 @@ def grade(task, hw, source):
     for rel in task.public_files():
         shutil.copy(task.root / rel, ws / rel)
     (ws / "kernel.py").write_text(source)
-    grader = Grader(task, hw, Path(tempfile.mkdtemp(prefix="kg-g-")), GraderConfig(warm_worker=False))
+    # The static provenance check refuses these kernels' source (torch.cuda calls on the entry path) before any
+    # timing; it is off here so that the timing defences themselves are what the attacks meet.
+    grader = Grader(task, hw, Path(tempfile.mkdtemp(prefix="kg-g-")), GraderConfig(warm_worker=False,
+                                                                                   static_check=False))
     g = grader.grade(ws, seed=11)
     logs = {p.name: p.read_text()[-1500:] for p in grader.work_dir.glob("grade-*/*.log")}
     return {"score": g.score, "correct": g.correct, "speedup": g.speedup,

@@ -82,7 +82,8 @@ def noise(task, hw, n, raw_dir=None):
         addresses = [c.get("output_addresses") for c in time_result["configs"]]
         apart += sum(1 for x in addresses if not x or x[0] != x[1])
         print("    output addresses (baseline, candidate) per config:",
-              [(hex(a), b - a) if a and b else None for a, b in (x or (None, None) for x in addresses)], flush=True)
+              [(hex(a[0]), [q - p for p, q in zip(a, b)]) if a and b else None
+               for a, b in (x or (None, None) for x in addresses)], flush=True)
         print(f"(a) self {i + 1}/{n}: score {g.score:.2f} speedup {g.speedup:.4f} (ratio of medians: {med[-1]:.4f}; "
               f"{g.elapsed_s:.2f} s)", flush=True)
     agg = [abs(r["speedup"] - 1) for r in runs]
