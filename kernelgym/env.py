@@ -192,8 +192,9 @@ class KernelArenaEnv(gym.Env):
         text = _read_capped(path, rel, MAX_FILE_CHARS, refuse_longer=True)
         count = text.count(act.old)
         if count != 1:
-            raise ActionError(f"{rel}: `old` must occur exactly once, found {count} occurrences; "
-                              "include more surrounding lines to make it unique")
+            hint = ("it does not occur: copy it exactly from read_file (whitespace included)" if count == 0 else
+                    "include more surrounding lines to make it unique")
+            raise ActionError(f"{rel}: `old` must occur exactly once, found {count} occurrences; {hint}")
         _write_nofollow(path, text.replace(act.old, act.new, 1))
         return f"edited {rel}: replaced {len(act.old)} characters with {len(act.new)}"
 

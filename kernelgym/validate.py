@@ -173,7 +173,8 @@ def check_unseen(task: Task, hardware: HardwareProfile) -> Check:
         if reason:
             return Check(name, False, f"{config}: the reference fails: {reason}")
     categories = sorted({c.get("category", "?") for c in configs})
-    replaced = f"; {len(log)} draws replaced (see the generator log)" if log else ""
+    replaced = (f"; {len(log)} draws replaced, e.g. {log[0]}" + (f" (and {len(log) - 1} more)" if len(log) > 1 else "")
+                if log else "")
     return Check(name, True, f"{len(configs)} valid configs ({', '.join(categories)}); the reference runs on "
                              f"each{replaced}")
 
