@@ -61,3 +61,22 @@ def test_a_decorator_of_the_candidates_own_named_jit_does_not_make_a_kernel():
 
 def test_methods_reached_through_torch_tensor_are_torch_compute():
     assert any("torch.Tensor.mean" in f for f in findings(BASE.replace(RET, "    return torch.Tensor.mean(x, -1)")))
+
+
+@pytest.mark.parametrize("prefix, expected", [
+    ("import os as _o\n_o.fork()\n", "`os.fork`"),
+    ("from os import fork\n", "`os.fork`"),
+    ("import subprocess\n", "`subprocess`"),
+    ("import threading\n", "`threading`"),
+    ("import gc\n", "`gc`"),
+    ("import ctypes\n", "`ctypes`"),
+    ("x = __builtins__\n", "`__builtins__`"),
+])
+def test_process_and_memory_tricks_at_import_are_refused(prefix, expected):
+    # A forked helper rewriting the outputs after the harness saved them, a thread working while the baseline is
+    # timed, a walk of the garbage collector: none has a place in a kernel wrapper.
+    assert any(expected in f for f in findings(prefix + BASE)), findings(prefix + BASE)
+
+
+def test_os_for_paths_and_environment_is_fine():
+    assert findings("import os\n_D = os.path.dirname(__file__)\n_E = os.environ.get('X')\n" + BASE) == []

@@ -255,6 +255,13 @@ DEFENCES: tuple[Defence, ...] = (
             "not regular expressions, so an alias does not slip through. A first line: nothing yet observes from "
             "outside which kernels ran, and it reads Python only (README, known limits)",
             "kernelgym.grader.provenance:check_source", _a("pytorch_fallback_no_launch"), "ci"),
+    Defence("no_process_tricks_in_source", "a helper process or thread started by the candidate that rewrites the "
+            "outputs after the harness saved them, works while the baseline is timed, or walks the garbage collector "
+            "for the expected tensors",
+            "a kernel wrapper has no use for fork, subprocess, threading, ctypes, gc or inspect: refusing them on the "
+            "entry point's path costs honest kernels nothing and closes the plain forms before any candidate code "
+            "runs; obfuscated forms need results through a channel the candidate cannot write (not yet built)",
+            "kernelgym.grader.provenance:PROCESS_MODULES", _a("forked_helper_rewrites_outputs"), "ci"),
     Defence("triton_launch_required", "a Triton kernel defined but never launched, with a PyTorch fallback doing the "
             "work",
             "for Triton tasks a config fails when no @triton.jit function from the candidate's own files was "

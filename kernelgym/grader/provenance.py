@@ -51,7 +51,17 @@ COMPUTE_METHODS = frozenset({
 # Left out though tensors have them, because Python's own containers share the name and a wrapper may use those:
 # add, sort, all, any, count, index. Their torch forms (torch.sort, ...) are refused as torch attributes.
 #: Names that run code built at run time: refused on the path.
-DYNAMIC = frozenset({"exec", "eval", "compile", "__import__", "importlib"})
+DYNAMIC = frozenset({"exec", "eval", "compile", "__import__", "importlib", "builtins", "__builtins__", "globals",
+                     "locals", "vars"})
+#: Modules a kernel wrapper has no use for, which reach the grader's process, its memory or its files from the side:
+#: refused on the path (a forked helper that rewrites the outputs after the harness saved them, a thread that works
+#: while the baseline is timed, a walk of the garbage collector for the expected tensors).
+PROCESS_MODULES = frozenset({"subprocess", "ctypes", "multiprocessing", "threading", "_thread", "signal", "gc",
+                             "inspect", "mmap", "pty", "concurrent"})
+#: os functions refused on the path, for the same reason.
+OS_PROCESS = frozenset({"fork", "forkpty", "system", "popen", "kill", "killpg", "_exit", "posix_spawn", "posix_spawnp",
+                        "execv", "execve", "execl", "execle", "execlp", "execlpe", "execvp", "execvpe", "spawnv",
+                        "spawnve", "spawnl", "spawnle", "register_at_fork", "pidfd_open"})
 #: Decorators that make a function a kernel (its body is the candidate's own device code).
 KERNEL_DECORATORS = frozenset({"jit", "autotune", "heuristics"})
 
@@ -76,9 +86,12 @@ class _Module:
         self.functions = {n.name: n for n in ast.walk(self.tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
         self.torch_names: dict[str, str] = {}  # local name -> dotted torch path ("torch", "torch.nn.functional")
         self.triton_names: dict[str, str] = {}  # local name -> dotted triton path ("triton", "triton.jit")
+        self.os_names: set[str] = set()  # local names bound to the os module
         for node in ast.walk(self.tree):
             if isinstance(node, ast.Import):
                 for a in node.names:
+                    if a.name == "os":
+                        self.os_names.add(a.asname or "os")
                     if a.name == "triton" or a.name.startswith("triton."):
                         self.triton_names[a.asname or "triton"] = a.name if a.asname else "triton"
             elif isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] == "triton":
@@ -154,6 +167,10 @@ class _PathChecker(ast.NodeVisitor):
 
     def visit_ImportFrom(self, node):
         self._check_import(node, node.module or "")
+        if node.module == "os":
+            for a in node.names:
+                if a.name in OS_PROCESS:
+                    self.add(node, f"imports `os.{a.name}` (a kernel wrapper has no use for processes)")
         for a in node.names:
             if (node.module or "").split(".")[0] == "torch" and not _torch_allowed(f"{node.module}.{a.name}"):
                 self.add(node, f"imports torch compute `{node.module}.{a.name}`")
@@ -163,8 +180,12 @@ class _PathChecker(ast.NodeVisitor):
             self.add(node, f"imports the task's reference module `{name}`")
         if name.split(".")[0] in DYNAMIC:
             self.add(node, f"imports `{name}` (code built at run time cannot be checked)")
+        if name.split(".")[0] in PROCESS_MODULES:
+            self.add(node, f"imports `{name}` (a kernel wrapper has no use for processes, threads or memory tricks)")
 
     def visit_Attribute(self, node):
+        if isinstance(node.value, ast.Name) and node.value.id in self.m.os_names and node.attr in OS_PROCESS:
+            self.add(node, f"uses `os.{node.attr}` (a kernel wrapper has no use for processes)")
         path = _dotted(node, self.m.torch_names)
         if path is not None:
             if not _torch_allowed(path):
