@@ -262,6 +262,12 @@ DEFENCES: tuple[Defence, ...] = (
             "entry point's path costs honest kernels nothing and closes the plain forms before any candidate code "
             "runs; obfuscated forms need results through a channel the candidate cannot write (not yet built)",
             "kernelgym.grader.provenance:PROCESS_MODULES", _a("forked_helper_rewrites_outputs"), "ci"),
+    Defence("stop_others_before_results", "a process forked by the candidate that rewrites a result file after the "
+            "harness wrote it, before the sandbox is torn down",
+            "the harness is alone in its pid namespace with the worker and bwrap's init: it can stop everything else "
+            "before each write, which closes the window whatever the helper looks like; reading the files only after "
+            "the sandbox is gone would not (the rewrite happens before that)",
+            "kernelgym.grader.harness:_stop_others", _a("forked_helper_rewrites_outputs"), "ci"),
     Defence("triton_launch_required", "a Triton kernel defined but never launched, with a PyTorch fallback doing the "
             "work",
             "for Triton tasks a config fails when no @triton.jit function from the candidate's own files was "

@@ -460,7 +460,9 @@ class Grader:
         if output is None:
             sandbox = make_sandbox(self.config.sandbox, gdir, readonly=[*HARNESS_FILES, *self._readonly()],
                                    gpu=not self.hardware.interpreter, env=self._harness_env())
-            run = sandbox.run([PYTHON, str(HARNESS), str(gdir / REQUEST)],
+            # Alone in its pid namespace (bwrap), the harness stops every other process before it writes a result.
+            kill = ["--kill-others"] if self.config.sandbox == "bwrap" else []
+            run = sandbox.run([PYTHON, str(HARNESS), str(gdir / REQUEST), *kill],
                               limits=Limits(timeout_s=self.config.timeout_s, max_output_bytes=8000))
             timed_out, output, code = run.timed_out, run.output, run.returncode
         if timed_out:

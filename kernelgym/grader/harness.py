@@ -532,12 +532,15 @@ def run_timing(req, state, cand_fn):
 
 def _save(obj, path):
     """torch.save, whole or not at all (written aside, then renamed): the parent compares files as they appear.
-    Without the zip CRC (a third of the time of saving a 64 MB output): the parent checks the values themselves."""
+    Without the zip CRC (a third of the time of saving a 64 MB output): the parent checks the values themselves.
+    Every other process is stopped first (`_stop_others`)."""
+    _stop_others()
     torch.save(obj, path + ".part")
     os.replace(path + ".part", path)
 
 
 def _write(path, obj):
+    _stop_others()
     with open(path, "w") as f:
         json.dump(obj, f)
 
@@ -571,7 +574,7 @@ def finish(req, state):
         _phase("time", t)
 
 
-def main(path, go_fd=None, ready_fd=None):
+def main(path, go_fd=None, ready_fd=None, stop_others=False):
     """Serve the request at `path`: `prepare`, then (after saying so on `ready_fd` and reading a line on `go_fd`,
     when given) `finish`."""
     with open(path) as f:
@@ -586,6 +589,7 @@ def main(path, go_fd=None, ready_fd=None):
         os.close(go_fd)  # before any candidate code runs
         if not go.startswith(b"go"):
             return  # the worker went away
+    _stopping["on"] = stop_others
     finish(req, state)
     if ready_fd is not None:
         # The results are written: the worker may answer now, without waiting for this process's exit (tearing
@@ -593,7 +597,7 @@ def main(path, go_fd=None, ready_fd=None):
         os.write(ready_fd, FINISHED)
 
 
-def _child(path, go_fd, ready_fd, close_fds):
+def _child(path, go_fd, ready_fd, close_fds, stop_others=False):
     """In a forked child of the worker: log to ``harness.log`` beside the request, let go of the worker's pipes
     (before any candidate code runs), serve `path`, and exit."""
     code = 1
@@ -604,7 +608,7 @@ def _child(path, go_fd, ready_fd, close_fds):
         os.dup2(log, 1)
         os.dup2(log, 2)
         os.dup2(os.open(os.devnull, os.O_RDONLY), 0)
-        main(path, go_fd, ready_fd)
+        main(path, go_fd, ready_fd, stop_others)
         code = 0
     except BaseException:  # noqa: BLE001
         traceback.print_exc()
@@ -617,11 +621,12 @@ def _child(path, go_fd, ready_fd, close_fds):
 PF_EXITING = 0x4  # task flag (include/linux/sched.h): the task is in do_exit and runs no more user code
 
 
-def _running_others(me):
-    """Pids in this pid namespace, but `me` and pid 1, with a thread that can still run user code (not exiting)."""
+def _running_others(me, keep=()):
+    """Pids in this pid namespace, but `me`, pid 1 and `keep`, with a thread that can still run user code (not
+    exiting)."""
     running = []
     for d in os.listdir("/proc"):
-        if not d.isdigit() or int(d) in (1, me):
+        if not d.isdigit() or int(d) in (1, me, *keep):
             continue
         try:
             for tid in os.listdir(f"/proc/{d}/task"):
@@ -635,12 +640,12 @@ def _running_others(me):
     return running
 
 
-def _kill_others(timeout_s=5.0):
+def _kill_others(timeout_s=5.0, keep=()):
     """Kill every process in this pid namespace but this one and pid 1, and wait until none of them can run user
     code any more: whatever the candidate left running could otherwise read the worker's reply through bwrap's
     pid 1 (/proc/1/fd/1), or swallow it. Waits for the kill to take, not for the processes to end: a process
     tearing down its CUDA context (hundreds of ms) is already past user code. Only for a worker alone in its own
-    pid namespace (``--kill-others``)."""
+    pid namespace (``--kill-others``). With `keep`, those pids are spared too (the worker, seen from its child)."""
     me, deadline = os.getpid(), time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         try:
@@ -648,13 +653,26 @@ def _kill_others(timeout_s=5.0):
                 pass
         except ChildProcessError:
             pass
-        if not _running_others(me):
+        running = _running_others(me, keep)
+        if not running:
             return
-        try:
-            os.kill(-1, signal.SIGKILL)  # spares the caller and pid 1
-        except OSError:
-            pass
+        for pid in (running if keep else [-1]):  # -1: every process but the caller and pid 1
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except OSError:
+                pass
         time.sleep(0.001)
+
+
+_stopping = {"on": False}
+
+
+def _stop_others():
+    """Before a result is written: stop every other process of this pid namespace (but the worker that forked this
+    one, and pid 1), so a helper the candidate forked cannot rewrite a result once it is written. Only in a pid
+    namespace of the grading's own (``--kill-others``)."""
+    if _stopping["on"]:
+        _kill_others(keep=(os.getppid(),))
 
 
 def _wait_finished(pid, ready):
@@ -730,7 +748,7 @@ def serve(kill_others=False, one_run=False):
             pid = os.fork()
             if pid == 0:
                 others = [fd for entry in waiting.values() for fd in entry[1:]] + [fd for fd in (go, ready) if fd]
-                _child(path, go_read, ready_write, others)
+                _child(path, go_read, ready_write, others, kill_others)
             if command == "prepare":
                 os.close(go_read)
                 os.close(ready_write)
@@ -751,4 +769,7 @@ def serve(kill_others=False, one_run=False):
 
 
 if __name__ == "__main__":
-    serve("--kill-others" in sys.argv, "--one-run" in sys.argv) if sys.argv[1] == "--serve" else main(sys.argv[1])
+    if sys.argv[1] == "--serve":
+        serve("--kill-others" in sys.argv, "--one-run" in sys.argv)
+    else:
+        main(sys.argv[1], stop_others="--kill-others" in sys.argv)
