@@ -108,7 +108,9 @@ _os._exit = lambda code: (_time.sleep(60), _real_exit(code))  # the process ling
 def test_the_prepared_worker_answers_when_the_results_are_written_not_at_exit(tmp_path, require_bwrap, make_workspace):
     # A CUDA process takes hundreds of ms to exit; the reward must not wait for that (here: a 60 s exit).
     ws = make_workspace(SLOW_EXIT)
-    grader = Grader(TASK, detect_profile("cpu-interpreter"), tmp_path / "grading", GraderConfig(timeout_s=40.0))
+    # The static check would refuse the os._exit patch that stands in for a slow CUDA teardown.
+    grader = Grader(TASK, detect_profile("cpu-interpreter"), tmp_path / "grading",
+                    GraderConfig(timeout_s=40.0, static_check=False))
     grader.start_worker(seed=6)
     g = grader.grade(ws, seed=6)
     assert g.score == 120.0 and g.elapsed_s < 30, g.summary()
