@@ -80,3 +80,34 @@ def test_process_and_memory_tricks_at_import_are_refused(prefix, expected):
 
 def test_os_for_paths_and_environment_is_fine():
     assert findings("import os\n_D = os.path.dirname(__file__)\n_E = os.environ.get('X')\n" + BASE) == []
+
+
+CUDA = get_task("cuda-gelu")
+BINDING = (CUDA.root / "binding.cpp").read_text()
+
+
+def cpp_findings(src):
+    from kernelgym.grader.provenance import check_cpp_source
+    return [str(f) for f in check_cpp_source({"binding.cpp": src})]
+
+
+def test_the_cuda_baseline_sources_pass():
+    from kernelgym.grader.provenance import check_cpp_source
+    files = {f: (CUDA.root / f).read_text() for f in CUDA.spec.editable_files}
+    assert check_cpp_source(files) == []
+
+
+@pytest.mark.parametrize("replacement, expected", [
+    ("return at::gelu(x);", "`at::gelu`"),
+    ("return torch::nn::functional::gelu(x);", "`torch::nn`"),
+    ("return x.sigmoid() * x;", "`.sigmoid()`"),
+    ("return torch::matmul(x, x);", "`torch::matmul`"),
+])
+def test_aten_compute_in_a_binding_is_found(replacement, expected):
+    src = BINDING.replace("return y;", replacement)
+    assert any(expected in f for f in cpp_findings(src)), cpp_findings(src)
+
+
+def test_names_in_cpp_comments_and_strings_are_not_code():
+    src = BINDING.replace("return y;", '// at::gelu would be slower\n  TORCH_CHECK(true, "x.sum() is not used");\n  return y;')
+    assert cpp_findings(src) == []

@@ -253,7 +253,8 @@ DEFENCES: tuple[Defence, ...] = (
             "point along what it reaches by name (kernels excluded), and refuses torch compute through any alias, "
             "computing tensor methods, code built at run time and any import or read of the reference: a syntax tree, "
             "not regular expressions, so an alias does not slip through. A first line: nothing yet observes from "
-            "outside which kernels ran, and it reads Python only (README, known limits)",
+            "outside which kernels ran (README, known limits); C++ and CUDA sources are read as tokens "
+            "(kernelgym.grader.provenance:check_cpp_source)",
             "kernelgym.grader.provenance:check_source", _a("pytorch_fallback_no_launch"), "ci"),
     Defence("no_process_tricks_in_source", "a helper process or thread started by the candidate that rewrites the "
             "outputs after the harness saved them, works while the baseline is timed, or walks the garbage collector "

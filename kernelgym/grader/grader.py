@@ -30,7 +30,7 @@ from kernelgym.backends import get_backend
 from kernelgym.errors import TaskSpecError
 from kernelgym.grader import build as builds
 from kernelgym.grader.files import MAX_EDITABLE_BYTES, copy_candidate, copy_editable, copy_public, write_new
-from kernelgym.grader.provenance import check_source
+from kernelgym.grader.provenance import check_cpp_source, check_source
 from kernelgym.grader.protocol import (HARNESS_LOG, IMPORTED_MARKER, REQUEST, CheckResult, OutputSlot, Request,
                                        TimeResult, parse_check_result, parse_time_result, timed_output_name)
 from kernelgym.grader.score import arena_score
@@ -260,13 +260,14 @@ class Grader:
         """The static provenance check (provenance.py) over the candidate's editable Python files' `sources`."""
         spec = self.task.spec
         files = {rel: text for rel, text in sources.items() if rel.endswith(".py")}
-        return [str(f) for f in check_source(files, spec.entry_point, spec.reference)]
+        cpp = {rel: text for rel, text in sources.items() if rel.endswith((".cpp", ".cu", ".cuh", ".h", ".hpp"))}
+        return [str(f) for f in check_source(files, spec.entry_point, spec.reference) + check_cpp_source(cpp)]
 
     def provenance_note(self) -> str:
         """Which provenance checks ran, for the correctness stage's messages."""
         checks = []
         if self.config.static_check:
-            checks.append("static check of the Python source")
+            checks.append("static check of the sources (Python syntax tree; C++ tokens)")
         if getattr(self.backend, "LaunchCounter", None) is not None:
             checks.append(f"a launch counter of the candidate's own {self.backend.LANGUAGE} kernels")
         observer = ("no outside observer of the kernels that ran (CPU interpreter)" if self.hardware.interpreter

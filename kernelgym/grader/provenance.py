@@ -16,6 +16,9 @@ Kernels (functions decorated with ``triton.jit``/``triton.autotune``/``triton.he
 ``__import__``) is refused by name too (`DYNAMIC`). The check is a first line: on a GPU an outside observer lists
 the kernels that actually ran (a later part of the provenance work); on the CPU interpreter this is the only check
 besides the launch counter, and the grade says so.
+
+C++ and CUDA sources (`check_cpp_source`) are read as tokens, comments and strings removed: ``torch::``/``at::``
+names outside allocation, types and streams, and computing tensor methods, are refused anywhere in them.
 """
 from __future__ import annotations
 
@@ -266,3 +269,75 @@ def check_source(files: dict[str, str], entry_point: str, reference: str) -> lis
         findings += checker.findings
     unique = {(f.file, f.line, f.what): f for f in findings}
     return sorted(unique.values(), key=lambda f: (f.file, f.line, f.what))
+
+
+# -- C++ and CUDA sources ----------------------------------------------------------------------------------------
+#: What `torch::` / `at::` may name in a C++ source: types, allocation, dtypes, devices, streams, checks.
+CPP_TORCH_ALLOWED = frozenset({
+    "Tensor", "TensorOptions", "empty", "empty_like", "empty_strided", "zeros", "zeros_like", "ones", "ones_like",
+    "full", "full_like", "ScalarType", "Device", "DeviceType", "IntArrayRef", "Scalar", "Half", "BFloat16",
+    "kFloat", "kFloat32", "kHalf", "kFloat16", "kBFloat16", "kDouble", "kInt", "kInt32", "kLong", "kInt64", "kByte",
+    "kChar", "kBool", "kFloat8_e4m3fn", "kFloat8_e5m2", "kCUDA", "kCPU", "cuda", "dtype", "device", "MemoryFormat",
+    "Layout", "kStrided", "TensorAccessor", "PackedTensorAccessor32", "PackedTensorAccessor64", "RestrictPtrTraits",
+    "DefaultPtrTraits", "elementSize", "toString", "OptionalDeviceGuard", "Generator", "optional", "nullopt",
+})
+
+
+def _cpp_tokens(source: str) -> list[tuple[int, str]]:
+    """(line, token) of a C++ source with comments and string and character literals removed: identifiers, `::`,
+    `.`, `->`, `(` and other single characters. A tokenizer, not a pattern over the text: a name inside a comment or
+    a string is not code."""
+    tokens, i, line, n = [], 0, 1, len(source)
+    while i < n:
+        c = source[i]
+        if c == "\n":
+            line += 1
+            i += 1
+        elif source.startswith("//", i):
+            i = source.find("\n", i) if "\n" in source[i:] else n
+        elif source.startswith("/*", i):
+            end = source.find("*/", i + 2)
+            end = n if end < 0 else end + 2
+            line += source.count("\n", i, end)
+            i = end
+        elif c in "\"'":
+            j = i + 1
+            while j < n and source[j] != c:
+                j += 2 if source[j] == "\\" else 1
+            line += source.count("\n", i, j)
+            i = j + 1
+        elif c.isalpha() or c == "_":
+            j = i
+            while j < n and (source[j].isalnum() or source[j] == "_"):
+                j += 1
+            tokens.append((line, source[i:j]))
+            i = j
+        elif source.startswith("::", i) or source.startswith("->", i):
+            tokens.append((line, source[i:i + 2]))
+            i += 2
+        elif c.isspace():
+            i += 1
+        else:
+            tokens.append((line, c))
+            i += 1
+    return tokens
+
+
+def check_cpp_source(files: dict[str, str]) -> list[Finding]:
+    """Findings over C++/CUDA sources (``.cpp``, ``.cu``, ``.cuh``, ``.h``): ATen or torch compute named through the
+    ``torch::``/``at::`` namespaces outside `CPP_TORCH_ALLOWED` (``torch::matmul``, ``at::gelu``,
+    ``torch::nn::functional``), and tensor methods that compute (`COMPUTE_METHODS`, ``x.sum()``, ``x.to(...)``). Device
+    code that merely shares a method's name is left alone only where it is not called with ``.``/``->`` (a CUDA
+    kernel computes with plain functions)."""
+    findings = []
+    for rel, src in files.items():
+        toks = _cpp_tokens(src)
+        for k, (line, tok) in enumerate(toks):
+            if tok in ("torch", "at", "aten") and k + 2 < len(toks) and toks[k + 1][1] == "::":
+                name = toks[k + 2][1]
+                if name not in CPP_TORCH_ALLOWED and not (tok == "at" and name == "cuda"):
+                    findings.append(Finding(rel, line, f"uses torch compute `{tok}::{name}`"))
+            elif tok in (".", "->") and k + 2 < len(toks) and toks[k + 2][1] == "(" and toks[k + 1][1] in COMPUTE_METHODS:
+                findings.append(Finding(rel, line, f"calls the tensor method `.{toks[k + 1][1]}()`, which computes with "
+                                                   f"PyTorch"))
+    return findings
