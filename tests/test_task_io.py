@@ -167,3 +167,13 @@ def test_the_reference_process_gives_what_the_reference_gives_in_process(tmp_pat
     for (cfg, seed), got in zip(jobs, outs):
         want = reference_outputs(task, cfg, seed)
         assert len(got) == 2 and all(torch.equal(g, w) for g, w in zip(got, want))
+
+
+def test_fp8_outputs_are_compared_under_their_tolerance():
+    # PyTorch does no arithmetic on float8 tensors: the comparison converts them, rather than failing honest kernels.
+    tol = Tolerance(atol=0.1, rtol=0.1)
+    ref = torch.randn(16, 32)
+    ok, msg, _ = compare_output(ref.to(torch.float8_e4m3fn), ref, "float8_e4m3fn", "tolerance", tol)
+    assert ok, msg
+    assert not compare_output((ref * 2).to(torch.float8_e4m3fn), ref, "float8_e4m3fn", "tolerance", tol)[0]
+    assert "dtype" in compare_output(ref.half(), ref, "float8_e4m3fn", "tolerance", tol)[1]
