@@ -111,3 +111,48 @@ def test_aten_compute_in_a_binding_is_found(replacement, expected):
 def test_names_in_cpp_comments_and_strings_are_not_code():
     src = BINDING.replace("return y;", '// at::gelu would be slower\n  TORCH_CHECK(true, "x.sum() is not used");\n  return y;')
     assert cpp_findings(src) == []
+
+
+# Bypasses an adversarial review found in the first version (2026-12-01); each must give a finding now.
+BYPASSES = {
+    'alias_module': '\nimport torch\nT = torch\ndef rmsnorm(x, weight, eps):\n    return T.nn.functional.rms_norm(x, (x.shape[-1],), weight, eps)\n',
+    'default_arg': '\nimport torch\ndef rmsnorm(x, weight, eps, _f=torch.nn.functional.rms_norm):\n    return _f(x, (x.shape[-1],), weight, eps)\n',
+    'shadow_nested_def': '\nimport torch\ndef rmsnorm(x, weight, eps):\n    return torch.nn.functional.rms_norm(x, (x.shape[-1],), weight, eps)\ndef _unused():\n    def rmsnorm(x, weight, eps):\n        return x\n',
+    'class_method': '\nimport torch\nclass _K:\n    def run(self, x, weight, eps):\n        return torch.nn.functional.rms_norm(x, (x.shape[-1],), weight, eps)\ndef rmsnorm(x, weight, eps):\n    return _K().run(x, weight, eps)\n',
+    'callable_instance_entry': '\nimport torch\nclass _K:\n    def __call__(self, x, weight, eps):\n        return torch.nn.functional.rms_norm(x, (x.shape[-1],), weight, eps)\nrmsnorm = _K()\n',
+    'shadowed_triton_jit': '\nimport torch\nimport triton\ntriton.jit = lambda f: f\n@triton.jit\ndef _work(x, weight, eps):\n    return torch.nn.functional.rms_norm(x, (x.shape[-1],), weight, eps)\ndef rmsnorm(x, weight, eps):\n    return _work(x, weight, eps)\n',
+    'redefined_jit_name': '\nimport torch\nfrom triton import jit\ndef jit(f):\n    return f\n@jit\ndef _work(x, weight, eps):\n    return torch.nn.functional.rms_norm(x, (x.shape[-1],), weight, eps)\ndef rmsnorm(x, weight, eps):\n    return _work(x, weight, eps)\n',
+    'method_not_listed': '\ndef rmsnorm(x, weight, eps):\n    return x.multiply(x.multiply(x).nanmean(-1, keepdim=True).add(eps).rsqrt_()).multiply(weight)\n',
+    'bound_method_alias': '\ndef rmsnorm(x, weight, eps):\n    m = x.mean\n    r = (x * x).rsqrt if False else None\n    ms = (x * x).mean\n    s = ms(-1, keepdim=True)\n    q = (s + eps).rsqrt\n    return x * q() * weight\n',
+    'getattr_tensor': '\ndef rmsnorm(x, weight, eps):\n    s = getattr(x * x, "mean")(-1, keepdim=True)\n    return x * getattr(s + eps, "rsqrt")() * weight\n',
+    'methodcaller': '\nimport operator\ndef rmsnorm(x, weight, eps):\n    s = operator.methodcaller("mean", -1, keepdim=True)(x * x)\n    return x * operator.methodcaller("rsqrt")(s + eps) * weight\n',
+    'sys_modules': '\nimport sys\ndef rmsnorm(x, weight, eps):\n    return sys.modules["torch"].nn.functional.rms_norm(x, (x.shape[-1],), weight, eps)\n',
+    'tensor_type': '\ndef rmsnorm(x, weight, eps):\n    T = type(x)\n    return x * T.rsqrt_(T.nanmean(x * x, -1, keepdim=True) + eps) * weight\n',
+    'dunder_methods': '\ndef rmsnorm(x, weight, eps):\n    s = x.__mul__(x).nanmean(-1, keepdim=True).__add__(eps).__pow__(-0.5)\n    return x.__mul__(s).__mul__(weight)\n',
+    'numpy': '\nimport torch, numpy as np\ndef rmsnorm(x, weight, eps):\n    a = x.detach().cpu().numpy(); w = weight.detach().cpu().numpy()\n    y = a * np.power(np.average(a * a, axis=-1)[:, None] + eps, -0.5) * w\n    return torch.from_numpy(y) if False else torch.as_tensor(y) if False else _wrap(x, y)\ndef _wrap(x, y):\n    out = x.new_empty(x.shape)\n    out.numpy()[...] = y\n    return out\n',
+    'runpy_reference': '\nimport runpy\ndef rmsnorm(x, weight, eps):\n    return runpy.run_path("ref" + "erence.py")["rmsnorm_reference"](x, weight, eps)\n',
+    'relative_import_reference': '\nfrom . import reference\ndef rmsnorm(x, weight, eps):\n    return reference.rmsnorm_reference(x, weight, eps)\n',
+    'builtins_via_attr': '\nimport sys\ndef rmsnorm(x, weight, eps):\n    r = sys.modules["builtins"].__dict__["__imp" + "ort__"]("ref" + "erence")\n    return r.rmsnorm_reference(x, weight, eps)\n',
+    'import_os_path_fork': '\nimport os.path\ndef rmsnorm(x, weight, eps):\n    pid = os.fork if False else None\n    return x\n',
+    'from_os_star': '\nfrom os import *\ndef rmsnorm(x, weight, eps):\n    f = fork\n    return x\n',
+    'posix': '\nimport posix\ndef rmsnorm(x, weight, eps):\n    f = posix.fork\n    return x\n',
+    'asyncio_thread': '\nimport asyncio\ndef rmsnorm(x, weight, eps):\n    t = asyncio.to_thread\n    return x\n',
+    'os_dict': '\nimport os\ndef rmsnorm(x, weight, eps):\n    f = os.__dict__["fo" + "rk"]\n    return x\n',
+}
+
+
+@pytest.mark.parametrize("name", sorted(BYPASSES))
+def test_known_bypasses_are_found(name):
+    assert findings(BYPASSES[name]), name
+
+
+@pytest.mark.parametrize("source", [
+    BINDING.replace("return y;", "using namespace at;\n  return matmul(x, x);"),
+    BINDING.replace("return y;", "namespace T = torch;\n  return T::matmul(x, x);"),
+    "#define NS at\n" + BINDING.replace("return y;", "return NS::rsqrt(x);"),
+    BINDING.replace("return y;", "at::cuda::blas::gemm<float>(); return y;"),
+    BINDING.replace("return y;", "return x.multiply(x.nanmean(-1, true).add(1e-6).rsqrt_());"),
+    BINDING.replace("return y;", "return c10::Dispatcher::singleton().findSchemaOrThrow(\"aten::rsqrt\", \"\").call(x);"),
+])
+def test_known_cpp_bypasses_are_found(source):
+    assert cpp_findings(source)

@@ -55,12 +55,28 @@ COMPUTE_METHODS = frozenset({
 # add, sort, all, any, count, index. Their torch forms (torch.sort, ...) are refused as torch attributes.
 #: Names that run code built at run time: refused on the path.
 DYNAMIC = frozenset({"exec", "eval", "compile", "__import__", "importlib", "builtins", "__builtins__", "globals",
-                     "locals", "vars"})
+                     "locals", "vars", "runpy", "pkgutil", "zipimport", "pickle", "marshal", "operator", "sys",
+                     "numpy", "type", "setattr", "delattr"})
 #: Modules a kernel wrapper has no use for, which reach the grader's process, its memory or its files from the side:
 #: refused on the path (a forked helper that rewrites the outputs after the harness saved them, a thread that works
 #: while the baseline is timed, a walk of the garbage collector for the expected tensors).
-PROCESS_MODULES = frozenset({"subprocess", "ctypes", "multiprocessing", "threading", "_thread", "signal", "gc",
-                             "inspect", "mmap", "pty", "concurrent"})
+PROCESS_MODULES = frozenset({"subprocess", "ctypes", "_ctypes", "multiprocessing", "threading", "_thread", "signal",
+                             "_signal", "gc", "inspect", "mmap", "pty", "concurrent", "asyncio", "_posixsubprocess",
+                             "posix"})
+#: Attributes that reach an object's innards (its class, its module's globals, its frame): refused on the path.
+INTROSPECTION = frozenset({"__dict__", "__globals__", "__builtins__", "__subclasses__", "__class__", "__bases__",
+                           "__mro__", "__code__", "__closure__", "__func__", "__self__", "__getattribute__",
+                           "_getframe", "f_back", "f_globals", "f_locals", "gi_frame"})
+#: Methods a wrapper may call on anything that is not a module: allocation, views, shapes, and Python's containers.
+#: Every other method call is refused (a deny-list of computing tensor methods cannot keep up with PyTorch).
+METHOD_ALLOWED = frozenset({
+    "view", "reshape", "contiguous", "stride", "size", "numel", "dim", "data_ptr", "is_contiguous", "element_size",
+    "new_empty", "new_zeros", "new_ones", "new_full", "unsqueeze", "squeeze", "flatten", "view_as", "expand",
+    "expand_as", "permute", "transpose", "t", "narrow", "select", "unbind", "split", "chunk", "storage_offset",
+    "get_device", "fill_", "zero_", "is_floating_point", "dtype", "__init__", "item",
+    "append", "extend", "insert", "get", "items", "keys", "values", "setdefault", "pop", "update", "format", "join",
+    "startswith", "endswith", "lower", "upper", "strip", "index", "count", "add", "copy", "run", "warmup", "cdiv",
+})
 #: os functions refused on the path, for the same reason.
 OS_PROCESS = frozenset({"fork", "forkpty", "system", "popen", "kill", "killpg", "_exit", "posix_spawn", "posix_spawnp",
                         "execv", "execve", "execl", "execle", "execlp", "execlpe", "execvp", "execvpe", "spawnv",
@@ -86,15 +102,26 @@ class _Module:
 
     def __init__(self, rel: str, source: str):
         self.rel, self.tree = rel, ast.parse(source, filename=rel)
-        self.functions = {n.name: n for n in ast.walk(self.tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
+        # Every def of a name (a nested def must not hide the module-level one), and a class's name reaches all its
+        # methods (an instance's method or __call__ is reached through the class).
+        self.functions: dict[str, list] = {}
+        for n in ast.walk(self.tree):
+            if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                self.functions.setdefault(n.name, []).append(n)
+            elif isinstance(n, ast.ClassDef):
+                self.functions.setdefault(n.name, []).extend(
+                    b for b in ast.walk(n) if isinstance(b, (ast.FunctionDef, ast.AsyncFunctionDef)))
+        self.module_names: set[str] = set()  # every name bound by an import: calls on them are module calls
         self.torch_names: dict[str, str] = {}  # local name -> dotted torch path ("torch", "torch.nn.functional")
         self.triton_names: dict[str, str] = {}  # local name -> dotted triton path ("triton", "triton.jit")
         self.os_names: set[str] = set()  # local names bound to the os module
         for node in ast.walk(self.tree):
+            if isinstance(node, (ast.Import, ast.ImportFrom)):
+                self.module_names.update((a.asname or a.name).split(".")[0] for a in node.names)
             if isinstance(node, ast.Import):
                 for a in node.names:
-                    if a.name == "os":
-                        self.os_names.add(a.asname or "os")
+                    if a.name.split(".")[0] in ("os", "posix"):
+                        self.os_names.add(a.asname or a.name.split(".")[0])
                     if a.name == "triton" or a.name.startswith("triton."):
                         self.triton_names[a.asname or "triton"] = a.name if a.asname else "triton"
             elif isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] == "triton":
@@ -155,13 +182,46 @@ class _PathChecker(ast.NodeVisitor):
     def add(self, node: ast.AST, what: str) -> None:
         self.findings.append(Finding(self.m.rel, getattr(node, "lineno", 0), what))
 
-    def visit_FunctionDef(self, node):  # a nested or module-level def is visited only when reached by name
-        for d in node.decorator_list:
-            self.visit(d)
+    def visit_FunctionDef(self, node):  # a def's body is visited only when reached by name
+        # Decorators, defaults and annotations run where the def stands.
+        for part in (*node.decorator_list, *node.args.defaults, *[d for d in node.args.kw_defaults if d is not None],
+                     *[a.annotation for a in (*node.args.args, *node.args.kwonlyargs) if a.annotation is not None],
+                     *([node.returns] if node.returns is not None else [])):
+            self.visit(part)
+        if node.name in self.m.triton_names:
+            self.add(node, f"redefines `{node.name}`, imported from triton")
 
     visit_AsyncFunctionDef = visit_FunctionDef
 
     def visit_Lambda(self, node):
+        self.generic_visit(node)
+
+    def visit_ClassDef(self, node):  # the class body runs at the def; its methods only when the class is reached
+        for stmt in node.body:
+            if not isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                self.visit(stmt)
+            else:
+                self.visit_FunctionDef(stmt)
+        for part in (*node.decorator_list, *node.bases, *node.keywords):
+            self.visit(part)
+
+    def _store_target(self, target):
+        root = target
+        while isinstance(root, (ast.Attribute, ast.Subscript)):
+            root = root.value
+        if isinstance(root, ast.Name) and (root.id in self.m.triton_names or root.id in self.m.torch_names) and (
+                target is not root):
+            self.add(target, f"assigns into `{root.id}` (a module the grader relies on)")
+        elif isinstance(target, ast.Name) and target.id in self.m.triton_names:
+            self.add(target, f"rebinds `{target.id}`, imported from triton")
+
+    def visit_Assign(self, node):
+        for t in node.targets:
+            self._store_target(t)
+        self.generic_visit(node)
+
+    def visit_AugAssign(self, node):
+        self._store_target(node.target)
         self.generic_visit(node)
 
     def visit_Import(self, node):
@@ -170,6 +230,10 @@ class _PathChecker(ast.NodeVisitor):
 
     def visit_ImportFrom(self, node):
         self._check_import(node, node.module or "")
+        for a in node.names:
+            self._check_import(node, a.name)  # `from . import reference`
+        if node.module in ("os", "posix") and any(a.name == "*" for a in node.names):
+            self.add(node, f"imports * from `{node.module}`")
         if node.module == "os":
             for a in node.names:
                 if a.name in OS_PROCESS:
@@ -187,6 +251,12 @@ class _PathChecker(ast.NodeVisitor):
             self.add(node, f"imports `{name}` (a kernel wrapper has no use for processes, threads or memory tricks)")
 
     def visit_Attribute(self, node):
+        if node.attr in INTROSPECTION or (node.attr.startswith("__") and node.attr.endswith("__")
+                                          and node.attr not in ("__init__", "__name__", "__file__", "__doc__")):
+            self.add(node, f"reaches `{node.attr}` (an object's innards: its class, globals or frame)")
+        if node.attr in COMPUTE_METHODS and _dotted(node, self.m.torch_names) is None and not (
+                isinstance(node.value, ast.Name) and node.value.id in self.m.module_names):
+            self.add(node, f"uses the tensor method `.{node.attr}`, which computes with PyTorch")
         if isinstance(node.value, ast.Name) and node.value.id in self.m.os_names and node.attr in OS_PROCESS:
             self.add(node, f"uses `os.{node.attr}` (a kernel wrapper has no use for processes)")
         path = _dotted(node, self.m.torch_names)
@@ -200,6 +270,10 @@ class _PathChecker(ast.NodeVisitor):
         path = self.m.torch_names.get(node.id)
         if path is not None and path != "torch" and not _torch_allowed(path):
             self.add(node, f"uses torch compute `{path}` (imported as `{node.id}`)")
+        elif path is not None and isinstance(node.ctx, ast.Load):
+            # Reached only outside an attribute chain (chains are judged whole): torch passed around as a value
+            # (`T = torch`, `f(torch)`) could be used from anywhere.
+            self.add(node, f"uses the module `{path}` as a value (only `{node.id}.<allowed name>` is checked)")
         if node.id in DYNAMIC:
             self.add(node, f"uses `{node.id}` (code built at run time cannot be checked)")
         if node.id in self.m.functions:
@@ -207,18 +281,26 @@ class _PathChecker(ast.NodeVisitor):
 
     def visit_Call(self, node):
         f = node.func
-        if isinstance(f, ast.Name) and f.id in ("getattr", "setattr", "vars") and node.args:
+        if isinstance(f, ast.Name) and f.id in ("getattr", "setattr", "vars", "hasattr") and node.args:
             root = node.args[0]
+            name = node.args[1] if len(node.args) > 1 else None
             if _dotted(root, self.m.torch_names) is not None or (isinstance(root, ast.Name) and root.id in self.m.torch_names):
                 self.add(node, f"`{f.id}` on a torch module (a computed attribute cannot be checked)")
+            elif not (isinstance(name, ast.Constant) and isinstance(name.value, str) and name.value in METHOD_ALLOWED):
+                self.add(node, f"`{f.id}` with an attribute name that is not a plain allowed one")
         if isinstance(f, ast.Name) and f.id == "open" or isinstance(f, ast.Attribute) and f.attr in (
                 "spec_from_file_location", "read_text", "read_bytes", "open", "load", "exec_module"):
             for arg in ast.walk(node):
                 if isinstance(arg, ast.Constant) and isinstance(arg.value, str) and any(
                         r in arg.value for r in self.reference_names):
                     self.add(node, f"reads the task's reference ({arg.value!r})")
-        if isinstance(f, ast.Attribute) and f.attr in COMPUTE_METHODS and _dotted(f, self.m.torch_names) is None:
-            self.add(node, f"calls the tensor method `.{f.attr}()`, which computes with PyTorch")
+        if isinstance(f, ast.Attribute) and _dotted(f, self.m.torch_names) is None and f.attr not in METHOD_ALLOWED:
+            receiver = f.value
+            while isinstance(receiver, ast.Attribute):
+                receiver = receiver.value
+            on_module = isinstance(receiver, ast.Name) and receiver.id in self.m.module_names
+            if not on_module:
+                self.add(node, f"calls `.{f.attr}()`, which is not an allocation, view or shape method")
         self.generic_visit(node)
 
     def visit_BinOp(self, node):
@@ -253,18 +335,24 @@ def check_source(files: dict[str, str], entry_point: str, reference: str) -> lis
         checker = _PathChecker(m, reference_names)
         for stmt in m.tree.body:  # module-level code runs at import
             checker.visit(stmt)
+        if rel == entry_file and not any(isinstance(st, (ast.FunctionDef, ast.AsyncFunctionDef)) and st.name == entry_fn
+                                         for st in m.tree.body):
+            checker.findings.append(Finding(rel, 1, f"the entry point `{entry_fn}` must be a function defined at the "
+                                                    f"module's top level"))
         todo = [entry_fn] if rel == entry_file else []
         todo += [n for n in checker.called]
         seen: set[str] = set()
         while todo:
             name = todo.pop()
-            fn = m.functions.get(name)
-            if name in seen or fn is None or _is_kernel(fn, m.triton_names):
+            if name in seen:
                 continue
             seen.add(name)
             before = set(checker.called)
-            for stmt in fn.body:
-                checker.visit(stmt)
+            for fn in m.functions.get(name, []):
+                if _is_kernel(fn, m.triton_names):
+                    continue
+                for part in fn.body:
+                    checker.visit(part)
             todo += sorted(checker.called - before - seen)
         findings += checker.findings
     unique = {(f.file, f.line, f.what): f for f in findings}
@@ -323,21 +411,49 @@ def _cpp_tokens(source: str) -> list[tuple[int, str]]:
     return tokens
 
 
+#: `at::cuda::` / `c10::cuda::` names a binding may use: streams, guards, device properties (not cuBLAS or others).
+CPP_CUDA_ALLOWED = frozenset({"getCurrentCUDAStream", "getDefaultCUDAStream", "CUDAGuard", "OptionalCUDAGuard",
+                              "CUDAStream", "CUDAStreamGuard", "getCurrentDeviceProperties", "getDeviceProperties",
+                              "device_count", "current_device"})
+#: Methods (``.name(`` / ``->name(``) a C++ source may call: tensor shapes and pointers, pybind11's binding, std containers.
+CPP_METHOD_ALLOWED = frozenset({
+    "size", "sizes", "numel", "dim", "stride", "strides", "data_ptr", "scalar_type", "dtype", "device", "options",
+    "is_cuda", "is_contiguous", "contiguous", "view", "reshape", "get_device", "element_size", "defined", "index",
+    "def", "attr", "push_back", "emplace_back", "begin", "end", "data", "c_str", "reserve", "resize", "front", "back",
+    "empty", "value", "has_value", "str", "item", "is_floating_point", "layout", "storage_offset", "itemsize",
+    "const_data_ptr", "mutable_data_ptr", "packed_accessor32", "packed_accessor64", "accessor", "stream",
+})
+NAMESPACES = ("torch", "at", "aten", "c10")
+
+
 def check_cpp_source(files: dict[str, str]) -> list[Finding]:
-    """Findings over C++/CUDA sources (``.cpp``, ``.cu``, ``.cuh``, ``.h``): ATen or torch compute named through the
-    ``torch::``/``at::`` namespaces outside `CPP_TORCH_ALLOWED` (``torch::matmul``, ``at::gelu``,
-    ``torch::nn::functional``), and tensor methods that compute (`COMPUTE_METHODS`, ``x.sum()``, ``x.to(...)``). Device
-    code that merely shares a method's name is left alone only where it is not called with ``.``/``->`` (a CUDA
-    kernel computes with plain functions)."""
+    """Findings over C++/CUDA sources (``.cpp``, ``.cu``, ``.cuh``, ``.h``): names in the ``torch::``/``at::``/
+    ``c10::`` namespaces outside `CPP_TORCH_ALLOWED` and `CPP_CUDA_ALLOWED` (``torch::matmul``, ``at::gelu``,
+    ``c10::Dispatcher``, cuBLAS through ``at::cuda::blas``); ways to name them unqualified (``using namespace at``,
+    a namespace alias, a ``#define``); and method calls outside `CPP_METHOD_ALLOWED` (``x.sum()``, ``x.to(...)``)."""
     findings = []
     for rel, src in files.items():
         toks = _cpp_tokens(src)
+        words = [t for _, t in toks]
         for k, (line, tok) in enumerate(toks):
-            if tok in ("torch", "at", "aten") and k + 2 < len(toks) and toks[k + 1][1] == "::":
-                name = toks[k + 2][1]
-                if name not in CPP_TORCH_ALLOWED and not (tok == "at" and name == "cuda"):
-                    findings.append(Finding(rel, line, f"uses torch compute `{tok}::{name}`"))
-            elif tok in (".", "->") and k + 2 < len(toks) and toks[k + 2][1] == "(" and toks[k + 1][1] in COMPUTE_METHODS:
-                findings.append(Finding(rel, line, f"calls the tensor method `.{toks[k + 1][1]}()`, which computes with "
-                                                   f"PyTorch"))
+            nxt = words[k + 1] if k + 1 < len(words) else ""
+            after = words[k + 2] if k + 2 < len(words) else ""
+            if tok in NAMESPACES and nxt == "::":
+                if after == "cuda":
+                    name = words[k + 4] if k + 4 < len(words) and words[k + 3] == "::" else ""
+                    if name not in CPP_CUDA_ALLOWED:
+                        findings.append(Finding(rel, line, f"uses `{tok}::cuda::{name}` (only streams, guards and "
+                                                           f"device properties are allowed)"))
+                elif after not in CPP_TORCH_ALLOWED:
+                    findings.append(Finding(rel, line, f"uses torch compute `{tok}::{after}`"))
+            elif tok == "using" and nxt == "namespace" and after in NAMESPACES:
+                findings.append(Finding(rel, line, f"`using namespace {after}` (its compute could be named unqualified)"))
+            elif tok == "namespace" and after == "=":
+                findings.append(Finding(rel, line, "a namespace alias (it could name torch's compute unchecked)"))
+            elif tok == "define" and k > 0 and words[k - 1] == "#" and k + 2 < len(words) and (
+                    words[k + 2] in NAMESPACES or words[k + 1] in NAMESPACES):
+                findings.append(Finding(rel, line, f"a #define of `{words[k + 1]}` naming a torch namespace"))
+            elif tok in (".", "->") and after == "(" and nxt not in CPP_METHOD_ALLOWED:
+                findings.append(Finding(rel, line, f"calls `.{nxt}()`, which is not a shape, pointer or binding "
+                                                   f"method"))
     return findings
