@@ -8,7 +8,7 @@ when this test was written); ptrace is refused on top (`seccomp_process_access`)
 Honest twin: the kernel behind the probe is the baseline, graded 120.
 """
 from kernelgym.discovery import get_task
-from kernelgym.grader import Grader
+from kernelgym.grader import Grader, GraderConfig
 from kernelgym.hardware import detect_profile
 
 TASK = get_task("triton-rmsnorm")
@@ -32,7 +32,8 @@ with open(_os.path.join(_d, "probe.txt"), "w") as _f:
 
 def test_the_candidate_cannot_open_the_workers_memory(tmp_path, require_bwrap, make_workspace):
     ws = make_workspace(OPEN_WORKER_MEMORY)
-    grader = Grader(TASK, detect_profile("cpu-interpreter"), tmp_path / "grading")
+    # The probe reads /proc and opens files by name: the static check would refuse it before it runs.
+    grader = Grader(TASK, detect_profile("cpu-interpreter"), tmp_path / "grading", GraderConfig(static_check=False))
     grader.start_worker(seed=2)  # the prepared path: the candidate runs in a child the worker forked
     gdir = grader._prepared.gdir
     g = grader.grade(ws, seed=2)
