@@ -219,7 +219,10 @@ def cmd_unseen(args: argparse.Namespace) -> int:
 
     with console.status("replaying on unseen configs") as status:
         def progress(k, n, name):
-            status.update(f"episode {k + 1}/{n} ({name}): original and optimized kernels on 8 unseen configs")
+            line = f"episode {k + 1}/{n} ({name}): original and optimized kernels on 8 unseen configs"
+            status.update(line)
+            if not console.is_terminal:  # no spinner in a log: one line per episode instead
+                console.print(f"  {line}")
         try:
             s = replay_run(Path(args.run_dir), seed=args.seed, sandbox="none" if args.no_sandbox else "bwrap",
                            progress=progress)
