@@ -17,7 +17,6 @@ work in "async" and "sync" mode alike, with or without ``shared_memory``.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from pathlib import Path
 
 import gymnasium as gym
 import numpy as np

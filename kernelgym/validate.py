@@ -22,7 +22,7 @@ import tempfile
 import traceback
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Callable
 
 from kernelgym.backends import get_backend
 from kernelgym.discovery import Dirs, discover_tasks_report, task_search_path

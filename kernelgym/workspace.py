@@ -26,9 +26,10 @@ def create_workspace(task: Task, directory: Path, hardware: HardwareProfile) -> 
         shutil.copy2(task.root / rel, directory / rel)
     for tool in ("check.py", "profile.py", "kernelgym_entry.py"):
         shutil.copy2(TOOLS / tool, directory / tool)
-    # The grader's protocol and the language's backend, so the tools load the kernel as the grader does.
+    # The grader's protocol, comparison and the language's backend: the tools load and check the kernel as it does.
     (directory / ".kernelgym").mkdir()
     shutil.copy2(PROTOCOL, directory / ".kernelgym" / "protocol.py")
+    shutil.copy2(PROTOCOL.parent / "compare.py", directory / ".kernelgym" / "compare.py")
     shutil.copy2(backend_path(task.spec.language), directory / ".kernelgym" / "backend.py")
     spec = task.spec
     configs = task.configs_for(hardware.interpreter)

@@ -65,10 +65,15 @@ def build_key(backend: ModuleType, source_dir: Path, files: list[str]) -> str:
 
 
 def build(backend: ModuleType, source_dir: Path, editable_files: list[str], entry_point: str, *,
-          sandbox: str = "bwrap", gpu: bool = False, timeout_s: float = 600.0, root: Path | None = None,
+          sandbox: str = "bwrap", timeout_s: float = 600.0, root: Path | None = None,
           arch: str | None = None) -> BuildResult:
     """Build the sources in `source_dir` (a grading directory or the pristine baseline) with `backend`, or find the
     build in the cache.
+
+    Args:
+        sandbox: ``"bwrap"`` or ``"none"``; the build sandbox never gets the GPU (a compiler needs none).
+        timeout_s: wall-clock limit of the build, s. root: the cache (default `cache_root()`).
+        arch: the target architecture (``sm_90``, ``gfx942``), passed to the backend; None: the backend's default.
 
     Returns a `BuildResult`; a failed build is a result (with the compiler log), never an exception.
     """

@@ -31,8 +31,8 @@ from kernelgym.errors import TaskSpecError
 from kernelgym.grader import build as builds
 from kernelgym.grader.files import MAX_EDITABLE_BYTES, copy_candidate, copy_editable, copy_public, write_new
 from kernelgym.grader.provenance import check_cpp_source, check_source
-from kernelgym.grader.protocol import (HARNESS_LOG, IMPORTED_MARKER, REQUEST, CheckResult, OutputSlot, Request,
-                                       TimeResult, parse_check_result, parse_time_result, timed_output_name)
+from kernelgym.grader.protocol import (CHECK_RESULT, HARNESS_LOG, IMPORTED_MARKER, REQUEST, TIME_RESULT, CheckResult,
+                                       OutputSlot, Request, TimeResult, parse_check_result, parse_time_result)
 from kernelgym.grader.score import arena_score
 from kernelgym.grader.session import GradingSession
 from kernelgym.grader.timing_stats import TimingError, choose_runs, summarize
@@ -407,19 +407,20 @@ class Grader:
         grading directory's `BUILD_DIR`, which the request named from the start (a warm worker read it before the
         sources were known). No candidate code runs before the harness loads that copy. Returns a failed check
         result with the compiler log, or None when it built."""
-        spec = self.task.spec
-        result = builds.build(self.backend, session.gdir, spec.editable_files, spec.entry_point,
-                              sandbox=self.config.sandbox, gpu=not self.hardware.interpreter,
-                              timeout_s=self.config.timeout_s, arch=self._arch())
+        result = self._build_sources(session.gdir)
         if not result.ok:
             return CheckResult("compile", False, [], f"the candidate's sources did not build:\n{result.log[-6000:]}")
         builds.copy_build(result.directory, session.gdir / BUILD_DIR)
         session.build_notes = ["build cached: sources unchanged" if result.cached else "built"]
         return None
 
-    def _arch(self) -> str | None:
-        """The target architecture a build compiles for (the hardware profile's, e.g. sm_90), None on the CPU."""
-        return None if self.hardware.interpreter else self.hardware.arch
+    def _build_sources(self, source_dir: Path) -> builds.BuildResult:
+        """The task's sources in `source_dir` built for this hardware's architecture (the profile's, e.g. sm_90;
+        none on the CPU), or found in the build cache."""
+        spec = self.task.spec
+        return builds.build(self.backend, source_dir, spec.editable_files, spec.entry_point, sandbox=self.config.sandbox,
+                            timeout_s=self.config.timeout_s,
+                            arch=None if self.hardware.interpreter else self.hardware.arch)
 
     def _baseline_built(self) -> Path:
         """The pristine baseline's build (compiled languages), built once per grader (cached across graders).
@@ -428,10 +429,7 @@ class Grader:
             TaskSpecError: the task's own baseline does not build.
         """
         if self._baseline_build is None:
-            spec = self.task.spec
-            result = builds.build(self.backend, self.baseline_dir, spec.editable_files, spec.entry_point,
-                                  sandbox=self.config.sandbox, gpu=not self.hardware.interpreter,
-                                  timeout_s=self.config.timeout_s, arch=self._arch())
+            result = self._build_sources(self.baseline_dir)
             if not result.ok:
                 raise TaskSpecError(f"{self.task.root}: the task's baseline does not build:\n{result.log[-6000:]}")
             self._baseline_build = result.directory
@@ -442,7 +440,7 @@ class Grader:
         Returns the raw (check result, timing result or None) as the harness wrote them (untrusted; parsed by
         `_run_candidate`); failures are results, not raises."""
         request = json.loads((gdir / REQUEST).read_text())
-        check_path, time_path = gdir / "check_result.json", gdir / "time_result.json"
+        check_path, time_path = gdir / CHECK_RESULT, gdir / TIME_RESULT
         timed_out, output = False, None
         if self.worker is not None and self.worker.alive():
             code, timed_out, unprepared = self.worker.request(gdir / REQUEST, self.config.timeout_s)

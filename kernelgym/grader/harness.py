@@ -117,26 +117,14 @@ def _plain(out):
 
 
 def collect(ret, args, slots):
-    """The outputs of one call, in the task's declared order: the returned ones from `ret` (one tensor where one is
-    returned, else a tuple or list of exactly that many), the in-place ones from their arguments in `args`. Each
-    must be a plain tensor (`_plain`).
+    """The outputs of one call in the task's declared order (`protocol.arrange_outputs`), each a plain tensor
+    (`_plain`) and each returned one in memory of its own.
 
     Raises:
         NotPlain: an output is not a plain tensor, or a torch mode is active.
-        TypeError: the call returned the wrong number of outputs."""
-    returned = [s for s in slots if s.arg is None]
-    if len(returned) == 1:
-        values = [ret]
-    elif len(returned) == 0:
-        values = []
-    elif isinstance(ret, (tuple, list)) and len(ret) == len(returned):
-        values = list(ret)
-    else:
-        raise TypeError(f"the entry point must return a tuple of {len(returned)} tensors "
-                        f"({', '.join(s.name for s in returned)}), got {type(ret).__name__}"
-                        + (f" of {len(ret)}" if isinstance(ret, (tuple, list)) else ""))
-    it = iter(values)
-    outs = tuple(next(it) if s.arg is None else args[s.arg] for s in slots)
+        TypeError: the call returned the wrong number of outputs.
+        ValueError: a returned output shares memory with an argument or another output."""
+    outs = protocol.arrange_outputs(ret, args, slots)
     for out in outs:
         _plain(out)
     # A returned output must be memory of its own: an input returned as an output (or changed in place and returned)
@@ -606,7 +594,7 @@ def _child(path, go_fd, ready_fd, close_fds, stop_others=False):
     try:
         for fd in close_fds:
             os.close(fd)
-        log = os.open(os.path.join(os.path.dirname(path), "harness.log"), os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
+        log = os.open(os.path.join(os.path.dirname(path), protocol.HARNESS_LOG), os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
         os.dup2(log, 1)
         os.dup2(log, 2)
         os.dup2(os.open(os.devnull, os.O_RDONLY), 0)

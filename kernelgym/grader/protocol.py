@@ -170,6 +170,29 @@ class Request:
         return cls(**{**obj, "outputs": slots})
 
 
+def arrange_outputs(ret: Any, args: tuple, slots: list[OutputSlot]) -> tuple:
+    """The outputs of one call of the entry point, in the task's declared order: the returned ones from `ret` (the
+    value itself where one output is returned, else a tuple or list of exactly that many), the in-place ones from
+    their arguments in `args`. Types are not checked here (the harness checks each is a plain tensor).
+
+    Raises:
+        TypeError: the call returned the wrong number of outputs.
+    """
+    returned = [s for s in slots if s.arg is None]
+    if len(returned) == 1:
+        values = [ret]
+    elif len(returned) == 0:
+        values = []
+    elif isinstance(ret, (tuple, list)) and len(ret) == len(returned):
+        values = list(ret)
+    else:
+        raise TypeError(f"the entry point must return a tuple of {len(returned)} tensors "
+                        f"({', '.join(s.name for s in returned)}), got {type(ret).__name__}"
+                        + (f" of {len(ret)}" if isinstance(ret, (tuple, list)) else ""))
+    it = iter(values)
+    return tuple(next(it) if s.arg is None else args[s.arg] for s in slots)
+
+
 # -- the results ---------------------------------------------------------------------------------------------------
 def _text(value: Any, limit: int = 6000) -> str:
     """A candidate-reported value as a message: a string, cut to its last `limit` characters (nested JSON from a

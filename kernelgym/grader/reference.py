@@ -10,7 +10,7 @@ import subprocess
 import sys
 import threading
 from pathlib import Path
-from typing import Any, Callable
+from typing import Callable
 
 from kernelgym.errors import TaskSpecError
 from kernelgym.grader.compare import PreparedReference, prepare_reference, trivial_output_passes

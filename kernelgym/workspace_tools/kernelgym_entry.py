@@ -1,7 +1,7 @@
 """Loading the workspace's kernel the way the grader does, for check.py and profile.py (copied into every workspace).
 
-Standalone (the agent's sandbox has no kernelgym): it uses the copies of the grader's protocol and of the task
-language's backend that the workspace holds in ``.kernelgym/``.
+Standalone (the agent's sandbox has no kernelgym): it uses the copies of the grader's protocol, its comparison and
+the task language's backend that the workspace holds in ``.kernelgym/``.
 """
 import hashlib
 import importlib.util
@@ -24,6 +24,7 @@ def _module(path, name):
 
 protocol = _module(os.path.join(HERE, ".kernelgym", "protocol.py"), "kernelgym_protocol")
 backend = _module(os.path.join(HERE, ".kernelgym", "backend.py"), "kernelgym_backend")
+comparing = _module(os.path.join(HERE, ".kernelgym", "compare.py"), "kernelgym_compare")
 
 
 def load(ref):
@@ -52,12 +53,5 @@ def entry():
 
 
 def outputs(ret, args):
-    """The outputs of one call as a tuple in the task's declared order (returned ones, then in-place arguments)."""
-    slots = spec["outputs"]
-    returned = [s for s in slots if s.get("arg") is None]
-    values = [ret] if len(returned) == 1 else list(ret) if isinstance(ret, (tuple, list)) else [ret]
-    if len(values) != len(returned):
-        raise TypeError(f"the entry point must return {len(returned)} outputs "
-                        f"({', '.join(s['name'] for s in returned)}), got {len(values)}")
-    it = iter(values)
-    return tuple(next(it) if s.get("arg") is None else args[s["arg"]] for s in slots)
+    """The outputs of one call as a tuple in the task's declared order, arranged as the grader arranges them."""
+    return protocol.arrange_outputs(ret, args, [protocol.OutputSlot(s["name"], s.get("arg")) for s in spec["outputs"]])
