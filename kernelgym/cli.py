@@ -31,7 +31,7 @@ def _source(path: Path, builtin_root: Path) -> str:
 def cmd_list(args: argparse.Namespace) -> int:
     from kernelgym.discovery import discover_tasks_report, is_builtin, task_search_path
     from kernelgym.hardware import DEFAULT_HARDWARE_ROOT, discover_profiles, hardware_search_path
-    from kernelgym.policy import DEFAULT_POLICIES_ROOT, discover_policies
+    from kernelgym.policy import DEFAULT_POLICIES_ROOT, discover_policies, policy_requirements, requirement_met
 
     profiles, profile_problems = discover_profiles(hardware_search_path(args.hardware_dir))
     tasks, task_problems = discover_tasks_report(task_search_path(args.tasks_dir))
@@ -64,10 +64,15 @@ def cmd_list(args: argparse.Namespace) -> int:
     folders, policy_problems = discover_policies(args.policies_dir)
     table = Table(title="Policies", title_justify="left")
     table.add_column("policy")
+    table.add_column("needs", overflow="fold")
     table.add_column("source", overflow="fold")
     for name, folder in folders.items():
-        table.add_row(name, _source(folder, DEFAULT_POLICIES_ROOT))
+        needs = [r if requirement_met(r) is not False else f"{r} [red](missing)[/]"
+                 for r in policy_requirements(folder)]
+        table.add_row(name, ", ".join(needs) or "-", _source(folder, DEFAULT_POLICIES_ROOT))
     console.print(table)
+    console.print("[dim]needs: env:VAR (an environment variable, e.g. an API key), binary:NAME (a program on "
+                  "PATH), python:MODULE (pip install 'kernelgym[agents]' for the API policies)[/]", soft_wrap=True)
 
     table = Table(title="Hardware profiles", title_justify="left")
     for col in ("profile", "name", "vendor", "arch", "source"):
@@ -141,6 +146,9 @@ def cmd_run(args: argparse.Namespace) -> int:
             results.append(rollout(env, policy, seed=args.seed + ep, on_step=on_step))
         console.print(f"episode {ep + 1}: reward {results[-1]['reward']:.1f} in {results[-1]['steps']} step{'' if results[-1]['steps'] == 1 else 's'}, "
                       f"{results[-1]['wall_s']:.1f} s")
+        if results[-1].get("policy_error"):
+            console.print(f"[red]{results[-1]['policy_error']}[/] (the kernel was submitted as it was and graded)",
+                          soft_wrap=True)
     env.close()
     print_results(results, hw.interpreter)
     if hw.interpreter:
@@ -195,17 +203,34 @@ def cmd_validate(args: argparse.Namespace) -> int:
     return 1 if failed else 0
 
 
+def _tokens_cell(u: dict | None) -> str:
+    """'in / out (cached)' tokens of an episode's usage totals, or '-' when the policy reported none."""
+    if not u or u.get("input_tokens") is None:
+        return "-"
+    prompt = u["input_tokens"] + u.get("cache_write_tokens", 0)
+    return f"{prompt:,} / {u['output_tokens']:,} ({u['cached_tokens']:,})"
+
+
 def print_results(results: list[dict], interpreter: bool) -> None:
+    """The result table: per episode the grade, steps and wall time, and the policy's token use, cost and time
+    (rollout's ``usage`` totals; '-' for a policy that reports none, 'unpriced' for a model without a price)."""
     table = Table(title="Result")
-    for col in ("episode", "compiled", "correct", "speedup (mean)", "speedup (geomean)", "score", "steps", "wall s"):
+    for col in ("episode", "compiled", "correct", "speedup (mean)", "speedup (geomean)", "score", "steps", "wall s",
+                "tokens in / out (cached)", "cost $", "policy s"):
         table.add_column(col, justify="right")
     for i, r in enumerate(results):
-        g = r["grade"]
+        g, u = r["grade"], r.get("usage") or {}
         sp = "n/a (interpreter)" if interpreter else (f"{g['speedup']:.3f}x" if g.get("speedup") else "-")
         geo = "n/a" if interpreter else (f"{g['speedup_geomean']:.3f}x" if g.get("speedup_geomean") else "-")
+        cost = ("-" if u.get("input_tokens") is None else "unpriced" if u.get("cost_usd") is None
+                else f"{u['cost_usd']:.4f}")
         table.add_row(str(i + 1), str(g.get("compiled")), str(g.get("correct")), sp, geo, f"{g.get('score', 0):.1f}",
-                      str(r["steps"]), f"{r['wall_s']:.1f}")
+                      str(r["steps"]), f"{r['wall_s']:.1f}", _tokens_cell(u), cost,
+                      f"{u['policy_wall_s']:.1f}" if u.get("policy_wall_s") is not None else "-")
     console.print(table)
+    notes = {r["usage"]["note"] for r in results if (r.get("usage") or {}).get("note")}
+    for note in sorted(notes):
+        console.print(f"[yellow]cost: {note}[/]", soft_wrap=True)
     if results:
         console.print(f"Per config, episode {len(results)}:")
         for row in results[-1]["grade"].get("configs", []):

@@ -5,12 +5,20 @@ field) and ``<Name>Policy``, and ``config.yaml`` whose keys are the config's fie
 by listing folders: the built-in ones (``kernelgym/policies``), then each folder of ``KERNELGYM_POLICIES_PATH``
 (os.pathsep-separated), then the folders given as ``policies_dir``. A user policy may not reuse a name (an
 error naming both folders). Keyword overrides win over the YAML.
+
+A policy.py may define ``REQUIRES``, a literal list of what the policy needs to run, each entry
+``"env:VAR"`` (an environment variable, e.g. an API key), ``"binary:NAME"`` (a program on PATH) or
+``"python:MODULE"`` (an importable module). `policy_requirements` reads it without importing the file, and
+``kernelgym list`` shows it, marking what is missing here.
 """
 from __future__ import annotations
 
+import ast
 import dataclasses
 import difflib
 import importlib.util
+import os
+import shutil
 import sys
 from pathlib import Path
 from typing import Any, Protocol
@@ -26,13 +34,63 @@ POLICIES_PATH_ENV = "KERNELGYM_POLICIES_PATH"
 
 
 class Policy(Protocol):
-    """What `rollout` needs of a policy."""
+    """What `rollout` needs of a policy: `reset`, `act` and `close`, and optionally `take_step_info`.
+
+    `rollout` calls ``reset`` once per episode, ``act`` once per step, and ``close`` when the episode ends (in a
+    ``finally``, after an error too); the same object may be reset again for the next episode. A policy without
+    ``close`` is accepted (nothing to release).
+
+    Optional ``take_step_info() -> dict``: rollout calls it after every act() (also one that raised) and puts the
+    result, with ``act_wall_s`` (seconds inside act(), measured by rollout), into the step's ``info["policy"]``
+    and the trajectory record's ``policy`` field. The method returns what happened since its last call and clears
+    it. Keys: ``usage`` (a kernelgym.usage.StepUsage, or its dict: tokens, cost, API calls, retries, API time;
+    rollout sums it into the episode's totals), and any JSON-able detail, e.g. ``tool_call`` ({id, name,
+    arguments}), ``text`` (the model's words), ``context`` (what context management trimmed). A policy that calls
+    no model may leave the method out: its episodes report no tokens or cost.
+    """
 
     def reset(self, observation: dict[str, str], info: dict[str, Any]) -> None:
         """Start an episode: `observation` holds the task prompt (``observation["prompt"]``)."""
 
     def act(self, observation: dict[str, str], info: dict[str, Any]) -> dict[str, Any]:
         """The next action, e.g. ``{"kind": "shell", "cmd": "python check.py"}`` (see kernelgym.spaces)."""
+
+    def close(self) -> None:
+        """End the episode: release its clients, subprocesses and files. `reset` may follow."""
+
+
+def policy_requirements(folder: Path) -> list[str]:
+    """The ``REQUIRES`` list of a policy folder's policy.py, read without importing it ([] when absent or not a
+    literal list of strings)."""
+    try:
+        tree = ast.parse((Path(folder) / "policy.py").read_text())
+    except (OSError, SyntaxError, ValueError):
+        return []
+    for node in tree.body:
+        if isinstance(node, (ast.Assign, ast.AnnAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            if any(isinstance(t, ast.Name) and t.id == "REQUIRES" for t in targets) and node.value is not None:
+                try:
+                    value = ast.literal_eval(node.value)
+                except ValueError:
+                    return []
+                return [str(v) for v in value] if isinstance(value, (list, tuple)) else []
+    return []
+
+
+def requirement_met(requirement: str) -> bool | None:
+    """Whether ``env:VAR`` is set, ``binary:NAME`` is on PATH, ``python:MODULE`` imports; None for another form."""
+    kind, _, name = requirement.partition(":")
+    if kind == "env":
+        return bool(os.environ.get(name))
+    if kind == "binary":
+        return shutil.which(name) is not None
+    if kind == "python":
+        try:
+            return importlib.util.find_spec(name) is not None
+        except (ImportError, ValueError):
+            return False
+    return None
 
 
 def policy_search_path(policies_dir: Dirs = None) -> list[Path]:

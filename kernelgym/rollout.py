@@ -7,28 +7,67 @@ from typing import Any, Callable
 import gymnasium as gym
 
 from kernelgym.policy import Policy
+from kernelgym.usage import StepUsage, episode_totals
+
+#: The method of a wrapper (TrajectoryRecorder) that adds fields to the record of the next step.
+ANNOTATE = "annotate_next_step"
+
+
+def _step_info(policy: Policy, act_wall_s: float) -> tuple[dict[str, Any], StepUsage | None]:
+    """The policy's report on its last act (see Policy.take_step_info) as a JSON-able dict, and its usage."""
+    take = getattr(policy, "take_step_info", None)
+    raw = dict(take() or {}) if take else {}
+    usage = raw.pop("usage", None)
+    if isinstance(usage, dict):
+        usage = StepUsage.from_dict(usage)
+    record = {"act_wall_s": act_wall_s, **raw}
+    if usage is not None:
+        record["usage"] = usage.to_dict()
+    return record, usage
 
 
 def rollout(env: gym.Env, policy: Policy, seed: int | None = None,
             on_step: Callable[[int, dict, dict], None] | None = None) -> dict[str, Any]:
-    """Run one episode; return ``{"reward", "terminated", "truncated", "steps", "wall_s", "grade", "unseen"}``
-    (``unseen`` is `UnseenConfigEval`'s result when the env is wrapped in it, else None).
+    """Run one episode; return ``{"reward", "terminated", "truncated", "steps", "wall_s", "grade", "unseen",
+    "policy_error", "usage"}`` (``unseen`` is `UnseenConfigEval`'s result when the env is wrapped in it, else None;
+    ``usage`` is kernelgym.usage.episode_totals: tokens, cost_usd, API calls and retries summed over the steps,
+    None where the policy reports none, and ``policy_wall_s``, the seconds spent in act()).
 
-    `on_step(step, action, info)` is called after every step (progress display). A policy that raises
-    ends the episode with its error in the result; the env is still graded by a final submit.
+    After every act(), the policy's step info (Policy.take_step_info, plus ``act_wall_s``) goes into the info
+    passed to `on_step(step, action, info)` as ``info["policy"]``, and, when the env is wrapped in a
+    TrajectoryRecorder, into that step's trajectory record. A policy that raises ends the episode with its
+    error in the result; the env is still graded by a final submit. The policy's close() runs at the end, also
+    after an error.
     """
     start = time.monotonic()
-    obs, info = env.reset(seed=seed)
-    policy.reset(obs, info)
-    steps, reward, terminated, truncated, error = 0, 0.0, False, False, None
-    while not (terminated or truncated):
-        try:
-            action = policy.act(obs, info)
-        except Exception as e:  # noqa: BLE001 - a broken policy still gets its kernel graded
-            error, action = f"policy error: {type(e).__name__}: {e}", {"kind": "submit"}
-        obs, reward, terminated, truncated, info = env.step(action)
-        steps += 1
-        if on_step:
-            on_step(steps, action, info)
+    annotate = env.get_wrapper_attr(ANNOTATE) if env.has_wrapper_attr(ANNOTATE) else None
+    usages: list[StepUsage | None] = []
+    policy_wall_s = 0.0
+    try:
+        obs, info = env.reset(seed=seed)
+        policy.reset(obs, info)
+        steps, reward, terminated, truncated, error = 0, 0.0, False, False, None
+        while not (terminated or truncated):
+            act_start = time.monotonic()
+            try:
+                action = policy.act(obs, info)
+            except Exception as e:  # noqa: BLE001 - a broken policy still gets its kernel graded
+                error, action = f"policy error: {type(e).__name__}: {e}", {"kind": "submit"}
+            act_wall_s = time.monotonic() - act_start
+            policy_wall_s += act_wall_s
+            record, usage = _step_info(policy, act_wall_s)
+            usages.append(usage)
+            if annotate:
+                annotate({"policy": record})
+            obs, reward, terminated, truncated, info = env.step(action)
+            info = {**info, "policy": record}
+            steps += 1
+            if on_step:
+                on_step(steps, action, info)
+    finally:
+        close = getattr(policy, "close", None)
+        if close:
+            close()
     return {"reward": float(reward), "terminated": terminated, "truncated": truncated, "steps": steps,
-            "wall_s": time.monotonic() - start, "grade": info.get("grade", {}), "unseen": info.get("unseen"), "policy_error": error}
+            "wall_s": time.monotonic() - start, "grade": info.get("grade", {}), "unseen": info.get("unseen"),
+            "policy_error": error, "usage": episode_totals(usages, policy_wall_s)}

@@ -4,6 +4,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+#: Nothing beyond kernelgym itself (see kernelgym.policy: REQUIRES).
+REQUIRES: list[str] = []
+
 
 @dataclass
 class ScriptedConfig:
@@ -23,3 +26,6 @@ class ScriptedPolicy:
 
     def act(self, observation: dict[str, str], info: dict[str, Any]) -> dict[str, Any]:
         return self._queue.pop(0) if self._queue else {"kind": "submit"}
+
+    def close(self) -> None:
+        """Nothing to release."""

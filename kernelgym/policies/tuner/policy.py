@@ -17,6 +17,9 @@ from typing import Any, Generator
 
 CHECK_LINE = re.compile(r"CHECK correct=(\d+)/(\d+) time_ms=(\S+)")
 
+#: Nothing beyond kernelgym itself (see kernelgym.policy: REQUIRES).
+REQUIRES: list[str] = []
+
 
 @dataclass
 class TunerConfig:
@@ -64,6 +67,9 @@ class TunerPolicy:
             return self._plan.send(observation)
         except StopIteration:
             return {"kind": "submit"}
+
+    def close(self) -> None:
+        """Nothing to release."""
 
     def _run(self) -> Generator[dict[str, Any], dict[str, str], None]:
         cfg = self.config
