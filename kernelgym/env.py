@@ -57,8 +57,9 @@ class KernelArenaEnv(gym.Env):
     mean of per-config baseline/candidate times, each the interquartile mean of its timed runs). On the CPU interpreter there is no speedup term.
 
     ## Episode end
-    terminated: the policy submitted. truncated: `max_steps` steps or `max_wall_s` seconds spent. The
-    kernel is graded either way; `info["grade"]` holds the whole grade.
+    terminated: the policy submitted. truncated: `max_steps` steps or `max_wall_s` seconds spent, or a submit
+    with ``"truncate": true`` (the policy stopped without submitting, e.g. an agent CLI exited). The kernel is
+    graded either way; `info["grade"]` holds the whole grade.
 
     ## Arguments
     task: task name, env id or task directory. run_dir: where episodes live. hardware: profile id, or None
@@ -132,10 +133,10 @@ class KernelArenaEnv(gym.Env):
             msg = "error: the episode is over (or never started); call reset()"
             return ({"output": msg, "prompt": ""}, 0.0, True, False, self._info(kind="none", error=msg, grade=None))
         self.steps += 1
-        error, kind = "", "invalid"
+        error, kind, stopped = "", "invalid", False
         try:
             act = parse_action(action)
-            kind = act.kind
+            kind, stopped = act.kind, act.truncate
             output = self._execute(act)
         except ActionError as e:
             error = str(e)
@@ -143,12 +144,13 @@ class KernelArenaEnv(gym.Env):
         except (OSError, ValueError, RecursionError) as e:  # a file name too long, a NUL byte, a path 2000 levels deep
             error = f"{type(e).__name__}: {e}"
             output = f"error: {error}"
-        terminated = kind == "submit"
-        truncated = not terminated and (self.steps >= self.max_steps or
+        terminated = kind == "submit" and not stopped
+        truncated = not terminated and (stopped or self.steps >= self.max_steps or
                                         time.monotonic() - self.start_time >= self.max_wall_s)
         reward = 0.0
         if terminated or truncated:
-            why = "submitted" if terminated else "budget spent (steps or wall-clock); grading the current kernel"
+            why = ("submitted" if terminated else "the policy stopped without submitting; grading the current kernel"
+                   if stopped else "budget spent (steps or wall-clock); grading the current kernel")
             self.grade = self._grade()
             (self.episode_dir / "grade.json").write_text(json.dumps(self.grade.to_dict(), default=str))
             output = f"{output}\n[{why}]\n{self.grade.summary()}".lstrip()

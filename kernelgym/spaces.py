@@ -2,6 +2,8 @@
 
 Action: ``{"kind": Discrete(6), "cmd", "path", "content", "old", "new": Text, "config": Discrete(64)}``;
 `kind` indexes `ACTION_KINDS`; `config` is the seen config a ``profile`` action profiles. step() also accepts ``{"kind": "shell", "cmd": "ls"}`` and its JSON string.
+A dict or JSON submit may carry ``"truncate": true``: the policy stopped without submitting (an agent CLI that
+exited or timed out), so the episode ends truncated rather than terminated; the kernel is graded either way.
 
 Observation: ``{"output": Text, "prompt": Text}``: the last action's output, and the task prompt
 (at reset; empty afterwards). Text charset: tab, newline, carriage return, printable ASCII and
@@ -67,6 +69,8 @@ class Action:
     old: str = ""
     new: str = ""
     config: int = 0
+    truncate: bool = False
+    """Only with kind submit: end the episode truncated (the policy stopped) instead of terminated."""
 
 
 def parse_action(action: Any) -> Action:
@@ -106,6 +110,10 @@ def parse_action(action: Any) -> Action:
     if isinstance(config, bool) or not isinstance(config, (int, np.integer)) or config < 0:
         raise ActionError(f"field 'config' must be a non-negative integer (a seen config's index), got {config!r}")
     fields["config"] = int(config)
+    truncate = action.get("truncate", False)
+    if not isinstance(truncate, (bool, np.bool_)) or (truncate and kind != "submit"):
+        raise ActionError(f"field 'truncate' must be a boolean, and true only on a submit; got {truncate!r}")
+    fields["truncate"] = bool(truncate)
     required = {"shell": ["cmd"], "write_file": ["path"], "edit_file": ["path", "old"], "read_file": ["path"],
                 "submit": [], "profile": []}[kind]
     for name in required:

@@ -1,0 +1,355 @@
+"""`CLIAgentPolicy`: a coding-agent CLI (Claude Code, Codex, Cursor's agent) as a step-level policy.
+
+At `reset` the policy starts an `MCPBridge` and launches the CLI against it: in its own process group, in an empty
+temporary directory that holds nothing of the task (its working directory and $HOME), with a clean environment
+(PATH, HOME, TMPDIR, the API key and what the CLI's own config adds; nothing of kernelgym's). The task prompt goes
+to the CLI with the config's iteration guidance. Each `act()` returns the CLI's next tool call as an env action and
+delivers the previous step's observation as that call's result, so the CLI sees the env one step at a time.
+
+The episode ends:
+- with ``submit``: the call's result says the kernel is being graded; the CLI gets `exit_grace_s` seconds to
+  finish (its transcript then holds its final usage), then its process group is killed.
+- when the CLI exits without submitting, or its `timeout_s` runs out (its process group is killed): `act()`
+  returns ``{"kind": "submit", "truncate": True}``, which ends the episode truncated; the kernel is graded as it
+  stands.
+
+The CLI's stdout (stream-json or JSONL) is kept as ``<run_dir>/agent_transcripts/<episode_id>.jsonl`` beside
+``trajectories.jsonl``, its stderr as ``<episode_id>.stderr.log``, and ``<episode_id>.summary.json`` holds the
+command line (the prompt elided), exit code, how the session ended and the token totals. The API key is replaced by
+``[redacted]`` in all three. Tokens come from parsing that stream (`parse_event` of each CLI's policy) and are
+reported per step through `take_step_info`.
+"""
+from __future__ import annotations
+
+import json
+import os
+import queue
+import shutil
+import signal
+import subprocess
+import tempfile
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from kernelgym.agent_tools import MissingApiKeyError
+from kernelgym.agents.bridge import MCPBridge, ToolCall
+from kernelgym.errors import KernelGymError
+from kernelgym.usage import PriceTable, StepUsage
+
+#: Where `bash .ci/setup --agents` installs the npm CLIs (their executables are in node_modules/.bin).
+LOCAL_AGENTS_DIR = Path(__file__).resolve().parents[2] / ".agents"
+#: The action that ends an episode truncated (the CLI stopped without submitting); the kernel is graded.
+TRUNCATE_ACTION = {"kind": "submit", "truncate": True}
+SUBMITTED_REPLY = ("submitted: the kernel is being graded and the episode is over. Stop now; no more tool calls "
+                   "are taken.")
+
+
+class MissingBinaryError(KernelGymError):
+    """The CLI's executable was not found; the message says how to install it."""
+
+
+@dataclass
+class CLIAgentConfig:
+    """Fields every CLI policy shares; each policy's config subclasses this with its own defaults."""
+
+    binary: str = ""
+    """The CLI's executable: a path, or a name looked up in .agents/node_modules/.bin (what
+    `bash .ci/setup --agents` installs), then on PATH."""
+    model: str = ""
+    """The model the CLI uses (its --model); empty: the CLI's default."""
+    effort: str = ""
+    """Reasoning effort (Claude Code: low/medium/high/xhigh/max; Codex: minimal/low/medium/high); empty: the
+    CLI's default."""
+    timeout_s: float = 3600.0
+    """Seconds the CLI may run in all; then its whole process group is killed and the episode ends truncated."""
+    exit_grace_s: float = 30.0
+    """Seconds the CLI gets to finish after submit (its final message and usage) before its group is killed."""
+    iteration_guidance: str = (
+        "You act only through the kernelgym MCP tools: each tool call is one step in the task's workspace, and its "
+        "result is that step's output. Your own file, shell and web tools are switched off, and your working "
+        "directory holds nothing of the task. Iterate: read the kernel, change it, run `python check.py` with the "
+        "shell tool, and keep what is correct and faster. Call the submit tool once when you are done; it ends "
+        "the episode.")
+    """Text added after the task prompt: how to act and iterate."""
+    extra_args: list[str] = field(default_factory=list)
+    """More command-line arguments for the CLI, added last."""
+    api_key_env: str = ""
+    """Name of the environment variable holding the API key; its value goes to the CLI's environment only."""
+    base_url: str = ""
+    """The model API's base URL (a proxy, a local server); empty: the CLI's default."""
+    pass_env: list[str] = field(default_factory=list)
+    """Names of further environment variables passed to the CLI (e.g. HTTPS_PROXY); nothing else is."""
+    prices_as_of: str | None = None
+    """The date the price table was read from the provider's pricing page."""
+    prices: dict[str, dict[str, float]] = field(default_factory=dict)
+    """Model -> {input, output, cached_input, cache_write}: USD per million tokens (see kernelgym.usage)."""
+
+
+def find_binary(binary: str, install_hint: str) -> str:
+    """The CLI's executable: `binary` as a path, else in .agents/node_modules/.bin, else on PATH.
+
+    Raises:
+        MissingBinaryError: found nowhere; the message carries `install_hint`.
+    """
+    if os.sep in binary:
+        if os.access(binary, os.X_OK):
+            return str(Path(binary).resolve())
+        raise MissingBinaryError(f"{binary}: not an executable file. {install_hint}")
+    local = LOCAL_AGENTS_DIR / "node_modules" / ".bin" / binary
+    if os.access(local, os.X_OK):
+        return str(local)
+    found = shutil.which(binary)
+    if found:
+        return found
+    raise MissingBinaryError(f"{binary!r} is not installed (looked in {local.parent} and on PATH). {install_hint}")
+
+
+class CLIAgentPolicy:
+    """The shared part of the CLI policies (see the module docstring). Subclasses set `name`, `install_hint`,
+    `default_binary` and implement `command(...)` and `parse_event(event)`; they may extend `child_env`."""
+
+    name = "cli-agent"
+    install_hint = ""
+    #: Extra environment the CLI always gets (telemetry and auto-update off).
+    fixed_env: dict[str, str] = {}
+
+    def __init__(self, config: CLIAgentConfig):
+        self.config = config
+        self.prices = PriceTable(config.prices, config.prices_as_of)
+        self.bridge: MCPBridge | None = None
+        self.proc: subprocess.Popen | None = None
+        self._pending: ToolCall | None = None
+        self._lock = threading.Lock()
+        self._usage = StepUsage(cost_usd=0.0)
+        self._step_info: dict[str, Any] = {}
+        self._readers: list[threading.Thread] = []
+        self._secret = ""
+        self._summary: dict[str, Any] = {}
+        self._home: Path | None = None
+        self._deadline = 0.0
+
+    # -- subclass hooks ---------------------------------------------------------------------------------------------
+    def command(self, binary: str, prompt: str, mcp_url: str, home: Path) -> tuple[list[str], str | None]:
+        """(argv, text for the CLI's stdin or None) that start the CLI on `prompt` with the MCP server at `mcp_url`;
+        `home` is the empty directory that is its $HOME and working directory (config files may be written there)."""
+        raise NotImplementedError
+
+    def parse_event(self, event: dict[str, Any]) -> StepUsage | None:
+        """The usage one transcript event reports (None for events that report none)."""
+        raise NotImplementedError
+
+    def child_env(self, home: Path, key: str) -> dict[str, str]:
+        """The CLI's whole environment: a clean one, with the key under `config.api_key_env`."""
+        binary_dirs = [os.path.dirname(p) for p in (shutil.which("node"),) if p]
+        path = os.pathsep.join(dict.fromkeys([*binary_dirs, "/usr/local/bin", "/usr/bin", "/bin"]))
+        env = {"HOME": str(home), "PATH": path, "TMPDIR": str(home / "tmp"), "LANG": "C.UTF-8",
+               "USER": "kernelgym-agent", "NO_COLOR": "1", **self.fixed_env}
+        for name in self.config.pass_env:
+            if name in os.environ:
+                env[name] = os.environ[name]
+        if self.config.api_key_env:
+            env[self.config.api_key_env] = key
+        return env
+
+    # -- the Policy interface -------------------------------------------------------------------------------------
+    def reset(self, observation: dict[str, str], info: dict[str, Any]) -> None:
+        """Launch the CLI on the task prompt (`observation["prompt"]`) against a fresh MCP bridge.
+
+        Raises:
+            MissingBinaryError: the CLI is not installed.
+            MissingApiKeyError: `config.api_key_env` names an unset variable.
+        """
+        self.close()
+        binary = find_binary(self.config.binary, self.install_hint)
+        key = ""
+        if self.config.api_key_env:
+            key = os.environ.get(self.config.api_key_env, "")
+            if not key:
+                raise MissingApiKeyError(f"{self.name} needs an API key: export {self.config.api_key_env}=<your "
+                                         f"key>, or name another variable with api_key_env in the policy config")
+        self._secret = key
+        workspace = Path(info.get("workspace") or ".")
+        episode_id = workspace.parent.name or f"episode-{int(time.time())}"
+        out_dir = workspace.parent.parent.parent / "agent_transcripts"  # <run_dir>/episodes/<id>/workspace
+        out_dir.mkdir(parents=True, exist_ok=True)
+        self.transcript_path = out_dir / f"{episode_id}.jsonl"
+        self._home = Path(tempfile.mkdtemp(prefix=f"kernelgym-{self.name}-"))
+        (self._home / "tmp").mkdir()
+        self.bridge = MCPBridge()
+        url = self.bridge.start()
+        prompt = observation.get("prompt", "")
+        if self.config.iteration_guidance:
+            prompt = f"{prompt}\n\n{self.config.iteration_guidance}"
+        argv, stdin_text = self.command(binary, prompt, url, self._home)
+        argv = [*argv, *self.config.extra_args]
+        self._usage, self._step_info, self._pending = StepUsage(cost_usd=0.0), {}, None
+        self._summary = {"policy": self.name, "episode_id": episode_id, "binary": binary,
+                         "argv": [a if a != prompt else "<prompt>" for a in argv],
+                         "started": time.time(), "ended": None, "exit_code": None, "ending": None}
+        self.proc = subprocess.Popen(argv, cwd=self._home, env=self.child_env(self._home, key),
+                                     stdin=subprocess.PIPE if stdin_text is not None else subprocess.DEVNULL,
+                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
+        self._deadline = time.monotonic() + self.config.timeout_s
+        self._readers = [threading.Thread(target=self._read_stdout, args=(self.proc.stdout,), daemon=True),
+                         threading.Thread(target=self._read_stderr, args=(self.proc.stderr,
+                                          out_dir / f"{episode_id}.stderr.log"), daemon=True)]
+        for t in self._readers:
+            t.start()
+        if stdin_text is not None:
+            threading.Thread(target=self._write_stdin, args=(self.proc.stdin, stdin_text), daemon=True).start()
+
+    def act(self, observation: dict[str, str], info: dict[str, Any]) -> dict[str, Any] | str:
+        """The CLI's next tool call as an env action, after delivering `observation["output"]` as the result of
+        the previous one. ``{"kind": "submit", "truncate": True}`` when the CLI exited without submitting or ran
+        out of time (its process group is killed)."""
+        if self.proc is None or self.bridge is None:
+            return TRUNCATE_ACTION
+        if self._pending is not None:
+            self._pending.reply(observation.get("output", ""))
+            self._pending = None
+        start = time.monotonic()
+        call = self._next_call()
+        waited = time.monotonic() - start
+        if call is None:
+            self._finish("exited without submitting" if self._summary["ending"] is None else self._summary["ending"])
+            self._note_usage(waited)
+            self._step_info["note"] = f"{self.name} {self._summary['ending']}; the episode ends truncated"
+            return TRUNCATE_ACTION
+        self._step_info["tool_call"] = {"name": call.name, "arguments": call.arguments}
+        if isinstance(call.action, dict) and call.action.get("kind") == "submit":
+            call.reply(SUBMITTED_REPLY)
+            self.bridge.end_episode()
+            self._wait_exit(self.config.exit_grace_s)
+            self._finish("submitted")
+            waited = time.monotonic() - start
+        else:
+            self._pending = call
+        self._note_usage(waited)
+        return call.action
+
+    def take_step_info(self) -> dict[str, Any]:
+        """What the last act() did (see kernelgym.policy.Policy): ``usage`` (tokens the CLI's transcript reported
+        since the previous act, priced from the config's table), ``tool_call`` ({name, arguments}) and ``note``
+        when the CLI stopped without submitting. Cleared by the call."""
+        out, self._step_info = self._step_info, {}
+        return out
+
+    def close(self) -> None:
+        """Stop the CLI (its whole process group), the MCP bridge and the readers; write the transcript summary and
+        remove the temporary directory."""
+        if self.proc is not None:
+            self._finish(self._summary.get("ending") or "closed")
+        if self.bridge is not None:
+            self.bridge.close()
+            self.bridge = None
+        if self._home is not None:
+            shutil.rmtree(self._home, ignore_errors=True)
+            self._home = None
+        self.proc = None
+
+    # -- internals -------------------------------------------------------------------------------------------------
+    def _next_call(self) -> ToolCall | None:
+        """The next tool call, or None once the CLI has exited (calls it left queued are still handed out) or its
+        time is up (then its group is killed)."""
+        while True:
+            try:
+                return self.bridge.calls.get(timeout=0.1)
+            except queue.Empty:
+                pass
+            if self.proc.poll() is not None:
+                try:  # a call that arrived just before the exit
+                    return self.bridge.calls.get(timeout=0.2)
+                except queue.Empty:
+                    return None
+            if time.monotonic() > self._deadline:
+                self._summary["ending"] = f"timed out after {self.config.timeout_s:g} s (process group killed)"
+                self._kill_group()
+                return None
+
+    def _wait_exit(self, grace_s: float) -> None:
+        try:
+            self.proc.wait(timeout=grace_s)
+        except subprocess.TimeoutExpired:
+            self._kill_group()
+
+    def _kill_group(self) -> None:
+        """SIGTERM to the CLI's whole process group, SIGKILL 3 s later if it is still there."""
+        for sig, wait_s in ((signal.SIGTERM, 3.0), (signal.SIGKILL, 5.0)):
+            try:
+                os.killpg(self.proc.pid, sig)
+            except ProcessLookupError:
+                return
+            try:
+                self.proc.wait(timeout=wait_s)
+                return
+            except subprocess.TimeoutExpired:
+                continue
+
+    def _finish(self, ending: str) -> None:
+        """Make sure the CLI and its group are gone, let the readers drain, and write the summary (once)."""
+        if self._summary.get("ended"):
+            return
+        if self.proc.poll() is None:
+            self._kill_group()
+        else:
+            try:  # helpers the CLI forked may outlive it in its group
+                os.killpg(self.proc.pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
+        for t in self._readers:
+            t.join(timeout=5)
+        self._summary.update(ended=time.time(), exit_code=self.proc.returncode, ending=ending)
+        summary_path = self.transcript_path.with_suffix(".summary.json")
+        summary_path.write_text(self._redact(json.dumps(self._summary, indent=1, default=str)))
+
+    def _note_usage(self, waited_s: float) -> None:
+        with self._lock:
+            usage, self._usage = self._usage, StepUsage(cost_usd=0.0)
+        usage.wall_s = waited_s
+        if usage.api_calls or usage.input_tokens or usage.output_tokens:
+            self.prices.priced(usage)
+        self._step_info["usage"] = usage
+        self._step_info["transcript"] = str(self.transcript_path)
+
+    def _redact(self, text: str) -> str:
+        return text.replace(self._secret, "[redacted]") if self._secret else text
+
+    def _write_stdin(self, pipe, text: str) -> None:
+        try:
+            pipe.write(text.encode())
+            pipe.close()
+        except OSError:  # the CLI exited before reading its prompt; its exit code tells why
+            pass
+
+    def _read_stdout(self, pipe) -> None:
+        totals = self._summary.setdefault("usage", StepUsage(cost_usd=0.0).to_dict())
+        with open(self.transcript_path, "a", encoding="utf-8") as out:
+            for raw in pipe:
+                line = self._redact(raw.decode("utf-8", errors="replace"))
+                out.write(line if line.endswith("\n") else line + "\n")
+                out.flush()
+                try:
+                    event = json.loads(line)
+                except ValueError:
+                    continue
+                if not isinstance(event, dict):
+                    continue
+                if isinstance(event.get("total_cost_usd"), (int, float)):
+                    self._summary["cli_reported_cost_usd"] = event["total_cost_usd"]
+                usage = self.parse_event(event)
+                if usage is not None:
+                    with self._lock:
+                        self._usage = self._usage + usage
+                        for k in ("input_tokens", "output_tokens", "cached_tokens", "cache_write_tokens",
+                                  "api_calls"):
+                            totals[k] += getattr(usage, k)
+                        totals["model"] = usage.model or totals.get("model")
+
+    def _read_stderr(self, pipe, path: Path) -> None:
+        with open(path, "a", encoding="utf-8") as out:
+            for raw in pipe:
+                out.write(self._redact(raw.decode("utf-8", errors="replace")))
+                out.flush()

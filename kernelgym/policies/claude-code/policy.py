@@ -1,0 +1,77 @@
+"""`claude-code`: Anthropic's Claude Code CLI (``claude -p``) as a step-level policy, acting only through kernelgym's
+MCP tools (see kernelgym.agents.launcher and docs/AGENT_CLIS.md).
+
+Its own tools are switched off with ``--tools ""`` (no built-in tool at all), only the kernelgym MCP server is
+loaded (``--mcp-config`` with ``--strict-mcp-config``), only its tools are allowed (``--allowedTools
+mcp__kernelgym``, ``--permission-mode dontAsk`` refuses anything else), and ``--bare`` skips hooks, plugins,
+CLAUDE.md discovery and keychain reads. The transcript is its ``--output-format stream-json --verbose`` stream.
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from kernelgym.agents.launcher import CLIAgentConfig, CLIAgentPolicy
+from kernelgym.usage import StepUsage
+
+#: What `kernelgym list` shows this policy needs.
+REQUIRES = ["binary:claude", "env:ANTHROPIC_API_KEY"]
+
+
+@dataclass
+class ClaudeCodeConfig(CLIAgentConfig):
+    """Claude Code's settings (config.yaml holds the defaults; every field is described in CLIAgentConfig)."""
+
+    binary: str = "claude"
+    """The CLI's executable: a path, or a name looked up in .agents/node_modules/.bin, then on PATH."""
+    api_key_env: str = "ANTHROPIC_API_KEY"
+    """Name of the environment variable holding the Anthropic API key (passed to the CLI only)."""
+
+
+class ClaudeCodePolicy(CLIAgentPolicy):
+    """Claude Code in print mode on the task prompt, one MCP tool call per env step."""
+
+    name = "claude-code"
+    install_hint = ("Install it with `bash .ci/setup --agents` (npm: @anthropic-ai/claude-code@2.1.332 into "
+                    ".agents/), or `npm install -g @anthropic-ai/claude-code`, or set `binary` to its path.")
+    fixed_env = {"DISABLE_TELEMETRY": "1", "DISABLE_AUTOUPDATER": "1", "DISABLE_ERROR_REPORTING": "1",
+                 "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1", "DISABLE_BUG_COMMAND": "1"}
+
+    def __init__(self, config: ClaudeCodeConfig):
+        super().__init__(config)
+        self._seen_messages: set[str] = set()
+
+    def command(self, binary: str, prompt: str, mcp_url: str, home: Path) -> tuple[list[str], str | None]:
+        mcp = {"mcpServers": {"kernelgym": {"type": "http", "url": mcp_url}}}
+        argv = [binary, "-p", "--output-format", "stream-json", "--verbose", "--bare", "--tools", "",
+                "--mcp-config", json.dumps(mcp), "--strict-mcp-config", "--allowedTools", "mcp__kernelgym",
+                "--permission-mode", "dontAsk", "--disable-slash-commands", "--no-session-persistence"]
+        if self.config.model:
+            argv += ["--model", self.config.model]
+        if self.config.effort:
+            argv += ["--effort", self.config.effort]
+        self._seen_messages = set()
+        return argv, prompt  # the prompt goes on stdin: print mode reads it there
+
+    def child_env(self, home: Path, key: str) -> dict[str, str]:
+        env = super().child_env(home, key)
+        env["CLAUDE_CONFIG_DIR"] = str(home / ".claude")
+        if self.config.base_url:
+            env["ANTHROPIC_BASE_URL"] = self.config.base_url
+        return env
+
+    def parse_event(self, event: dict[str, Any]) -> StepUsage | None:
+        """Usage of an ``assistant`` event (one API reply; a reply split over several events counts once)."""
+        message = event.get("message") if event.get("type") == "assistant" else None
+        if not isinstance(message, dict) or not isinstance(message.get("usage"), dict):
+            return None
+        if message.get("id") in self._seen_messages:
+            return None
+        self._seen_messages.add(message.get("id"))
+        u = message["usage"]
+        return StepUsage(input_tokens=int(u.get("input_tokens") or 0), output_tokens=int(u.get("output_tokens") or 0),
+                         cached_tokens=int(u.get("cache_read_input_tokens") or 0),
+                         cache_write_tokens=int(u.get("cache_creation_input_tokens") or 0), cost_usd=0.0,
+                         api_calls=1, model=message.get("model"))
