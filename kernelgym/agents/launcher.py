@@ -37,7 +37,7 @@ from typing import Any
 from kernelgym.agent_tools import MissingApiKeyError
 from kernelgym.agents.bridge import MCPBridge, ToolCall
 from kernelgym.errors import KernelGymError
-from kernelgym.usage import PriceTable, StepUsage
+from kernelgym.usage import TOKEN_FIELDS, PriceTable, StepUsage
 
 #: Where `bash .ci/setup --agents` installs the npm CLIs (their executables are in node_modules/.bin).
 LOCAL_AGENTS_DIR = Path(__file__).resolve().parents[2] / ".agents"
@@ -140,6 +140,12 @@ class CLIAgentPolicy:
     def parse_event(self, event: dict[str, Any]) -> StepUsage | None:
         """The usage one transcript event reports (None for events that report none)."""
         raise NotImplementedError
+
+    def parse_totals(self, event: dict[str, Any]) -> StepUsage | None:
+        """The session's token totals, for a CLI whose last event states them (None: this event does not). Tokens
+        beyond what `parse_event` reported so far are added to the current step, so the episode's totals match the
+        CLI's own."""
+        return None
 
     def child_env(self, home: Path, key: str) -> dict[str, str]:
         """The CLI's whole environment: a clean one, with the key under `config.api_key_env`."""
@@ -340,11 +346,14 @@ class CLIAgentPolicy:
                 if isinstance(event.get("total_cost_usd"), (int, float)):
                     self._summary["cli_reported_cost_usd"] = event["total_cost_usd"]
                 usage = self.parse_event(event)
+                stated = self.parse_totals(event)
+                if stated is not None:
+                    usage = StepUsage(**{k: max(0, getattr(stated, k) - totals[k]) for k in TOKEN_FIELDS},
+                                      cost_usd=0.0, model=stated.model)
                 if usage is not None:
                     with self._lock:
                         self._usage = self._usage + usage
-                        for k in ("input_tokens", "output_tokens", "cached_tokens", "cache_write_tokens",
-                                  "api_calls"):
+                        for k in (*TOKEN_FIELDS, "api_calls"):
                             totals[k] += getattr(usage, k)
                         totals["model"] = usage.model or totals.get("model")
 

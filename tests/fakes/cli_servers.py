@@ -171,15 +171,27 @@ class FakeOpenAI(_FakeServer):
     def post(self, handler, path, body):
         if not path.rstrip("/").endswith("/responses"):
             return self._send_json(handler, 404, {"error": {"message": f"no such endpoint {path}"}})
-        tools = [t.get("name", "") for t in body.get("tools") or [] if isinstance(t, dict)]
+        # Codex offers an MCP server's tools as one tool of type "namespace" (name mcp__<server>) holding them;
+        # a call of one names the namespace beside the tool's own name.
+        namespaces, tools = {}, []
+        for t in body.get("tools") or []:
+            if isinstance(t, dict) and t.get("type") == "namespace":
+                for child in t.get("tools") or []:
+                    namespaces[child.get("name")] = t.get("name")
+                    tools.append(child.get("name", ""))
+            elif isinstance(t, dict):
+                tools.append(t.get("name", ""))
         items = body.get("input") if isinstance(body.get("input"), list) else []
         done = sum(1 for i in items if isinstance(i, dict) and i.get("type") == "function_call_output")
-        call = self.next_call(done, tools) if any("kernelgym" in t for t in tools) else None
+        offered = any("kernelgym" in n for n in [*tools, *namespaces.values()])
+        call = self.next_call(done, tools) if offered else None
         resp_id = f"resp_{uuid.uuid4().hex[:20]}"
         if call:
             item = {"type": "function_call", "id": f"fc_{uuid.uuid4().hex[:20]}",
                     "call_id": f"call_{uuid.uuid4().hex[:20]}", "name": call[0], "arguments": json.dumps(call[1]),
                     "status": "completed"}
+            if namespaces.get(call[0]):
+                item["namespace"] = namespaces[call[0]]
         else:
             item = {"type": "message", "id": f"msg_{uuid.uuid4().hex[:20]}", "role": "assistant",
                     "status": "completed", "content": [{"type": "output_text", "text": self.final_text,

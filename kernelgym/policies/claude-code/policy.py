@@ -62,6 +62,12 @@ class ClaudeCodePolicy(CLIAgentPolicy):
             env["ANTHROPIC_BASE_URL"] = self.config.base_url
         return env
 
+    def parse_totals(self, event: dict[str, Any]) -> StepUsage | None:
+        """The ``result`` event's usage: the session's totals (assistant events carry the output count as it was
+        when the reply's first block was complete, so the totals correct it)."""
+        u = event.get("usage") if event.get("type") == "result" else None
+        return _usage(u) if isinstance(u, dict) else None
+
     def parse_event(self, event: dict[str, Any]) -> StepUsage | None:
         """Usage of an ``assistant`` event (one API reply; a reply split over several events counts once)."""
         message = event.get("message") if event.get("type") == "assistant" else None
@@ -70,8 +76,12 @@ class ClaudeCodePolicy(CLIAgentPolicy):
         if message.get("id") in self._seen_messages:
             return None
         self._seen_messages.add(message.get("id"))
-        u = message["usage"]
-        return StepUsage(input_tokens=int(u.get("input_tokens") or 0), output_tokens=int(u.get("output_tokens") or 0),
-                         cached_tokens=int(u.get("cache_read_input_tokens") or 0),
-                         cache_write_tokens=int(u.get("cache_creation_input_tokens") or 0), cost_usd=0.0,
-                         api_calls=1, model=message.get("model"))
+        return _usage(message["usage"], api_calls=1, model=message.get("model"))
+
+
+def _usage(u: dict[str, Any], api_calls: int = 0, model: str | None = None) -> StepUsage:
+    """A StepUsage from an Anthropic usage dict (cache reads and writes are counted apart from input_tokens)."""
+    return StepUsage(input_tokens=int(u.get("input_tokens") or 0), output_tokens=int(u.get("output_tokens") or 0),
+                     cached_tokens=int(u.get("cache_read_input_tokens") or 0),
+                     cache_write_tokens=int(u.get("cache_creation_input_tokens") or 0), cost_usd=0.0,
+                     api_calls=api_calls, model=model)
