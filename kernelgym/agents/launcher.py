@@ -27,6 +27,7 @@ import queue
 import shutil
 import signal
 import subprocess
+import sys
 import tempfile
 import threading
 import time
@@ -88,23 +89,29 @@ class CLIAgentConfig:
     """Model -> {input, output, cached_input, cache_write}: USD per million tokens (see kernelgym.usage)."""
 
 
+def locate_binary(binary: str) -> str | None:
+    """Where the CLI `binary` is: a path as given, else in .agents/node_modules/.bin (what `bash .ci/setup --agents`
+    installs), beside this Python (the setup links the CLIs into .venv/bin), or on PATH; None when nowhere."""
+    if os.sep in binary:
+        return str(Path(binary).resolve()) if os.access(binary, os.X_OK) else None
+    for folder in (LOCAL_AGENTS_DIR / "node_modules" / ".bin", Path(sys.executable).parent):
+        if os.access(folder / binary, os.X_OK) and (folder / binary).is_file():
+            return str(folder / binary)
+    return shutil.which(binary)
+
+
 def find_binary(binary: str, install_hint: str) -> str:
-    """The CLI's executable: `binary` as a path, else in .agents/node_modules/.bin, else on PATH.
+    """`locate_binary(binary)`, or an error saying how to install it.
 
     Raises:
         MissingBinaryError: found nowhere; the message carries `install_hint`.
     """
-    if os.sep in binary:
-        if os.access(binary, os.X_OK):
-            return str(Path(binary).resolve())
-        raise MissingBinaryError(f"{binary}: not an executable file. {install_hint}")
-    local = LOCAL_AGENTS_DIR / "node_modules" / ".bin" / binary
-    if os.access(local, os.X_OK):
-        return str(local)
-    found = shutil.which(binary)
-    if found:
-        return found
-    raise MissingBinaryError(f"{binary!r} is not installed (looked in {local.parent} and on PATH). {install_hint}")
+    found = locate_binary(binary)
+    if found is None:
+        where = "" if os.sep in binary else f" (looked in {LOCAL_AGENTS_DIR / 'node_modules' / '.bin'}, beside " \
+                                            f"{sys.executable} and on PATH)"
+        raise MissingBinaryError(f"{binary!r} is not installed{where}. {install_hint}")
+    return found
 
 
 class CLIAgentPolicy:

@@ -1,0 +1,79 @@
+"""`cursor-agent`: Cursor's agent CLI (``cursor-agent -p``) as a step-level policy, acting only through kernelgym's MCP
+tools (see kernelgym.agents.launcher and docs/AGENT_CLIS.md).
+
+Cursor's CLI has no flag that removes its own tools. Its documented permission rules deny them instead: the empty
+working directory gets ``.cursor/cli.json`` (and $HOME ``.cursor/cli-config.json``) denying ``Shell(*)``,
+``Read(**)``, ``Write(**)`` and ``WebFetch(*)`` and allowing ``Mcp(kernelgym:*)``, and ``--force`` is not passed, so
+nothing runs unapproved. What those rules might still let through meets an empty directory with a clean environment:
+nothing of the task is there. The MCP server is configured in that directory's ``.cursor/mcp.json`` and approved
+with ``--approve-mcps``. The key goes in ``CURSOR_API_KEY`` (not on the command line). The transcript is its
+``--output-format stream-json`` stream.
+
+The real CLI is in no registry reachable where this was written: its launcher is tested with a stand-in executable
+(tests/fakes/cursor_agent_standin.py) that follows the documented flags, files and stream-json events.
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from kernelgym.agents.launcher import CLIAgentConfig, CLIAgentPolicy
+from kernelgym.usage import StepUsage
+
+#: What `kernelgym list` shows this policy needs.
+REQUIRES = ["binary:cursor-agent", "env:CURSOR_API_KEY"]
+
+#: Cursor CLI permission rules: only kernelgym's MCP tools; the CLI's own shell, file and web tools denied.
+PERMISSIONS = {"allow": ["Mcp(kernelgym:*)"], "deny": ["Shell(*)", "Read(**)", "Write(**)", "WebFetch(*)"]}
+
+
+@dataclass
+class CursorAgentConfig(CLIAgentConfig):
+    """Cursor agent's settings (config.yaml holds the defaults; every field is described in CLIAgentConfig)."""
+
+    binary: str = "cursor-agent"
+    """The CLI's executable: a path, or a name looked up in .agents/node_modules/.bin, then on PATH."""
+    api_key_env: str = "CURSOR_API_KEY"
+    """Name of the environment variable holding the Cursor API key (passed to the CLI as CURSOR_API_KEY)."""
+
+
+class CursorAgentPolicy(CLIAgentPolicy):
+    """`cursor-agent -p` on the task prompt, one MCP tool call per env step."""
+
+    name = "cursor-agent"
+    install_hint = ("Install Cursor's CLI as Cursor documents it (it is not on npm), so that `cursor-agent` is on "
+                    "PATH, or set `binary` to its path.")
+    fixed_env = {"NO_UPDATE_NOTIFIER": "1"}
+
+    def command(self, binary: str, prompt: str, mcp_url: str, home: Path) -> tuple[list[str], str | None]:
+        cursor = home / ".cursor"
+        cursor.mkdir(exist_ok=True)
+        (cursor / "mcp.json").write_text(json.dumps({"mcpServers": {"kernelgym": {"url": mcp_url}}}))
+        (cursor / "cli.json").write_text(json.dumps({"permissions": PERMISSIONS}))
+        (cursor / "cli-config.json").write_text(json.dumps({"version": 1, "permissions": PERMISSIONS}))
+        argv = [binary, "-p", "--output-format", "stream-json", "--approve-mcps", "--trust", "--workspace", str(home)]
+        if self.config.model:
+            argv += ["--model", self.config.model]
+        return [*argv, prompt], None
+
+    def child_env(self, home: Path, key: str) -> dict[str, str]:
+        env = super().child_env(home, key)
+        if self.config.api_key_env and self.config.api_key_env != "CURSOR_API_KEY":
+            env["CURSOR_API_KEY"] = env.pop(self.config.api_key_env)
+        return env
+
+    def parse_event(self, event: dict[str, Any]) -> StepUsage | None:
+        """Usage of a ``result`` event, where the CLI reports one (camelCase or snake_case keys); None otherwise.
+        Cursor reports usage per session, so its tokens land on the step that ends it."""
+        u = event.get("usage") if event.get("type") == "result" else None
+        if not isinstance(u, dict):
+            return None
+
+        def n(*keys: str) -> int:
+            return int(next((u[k] for k in keys if isinstance(u.get(k), (int, float))), 0))
+        return StepUsage(input_tokens=n("inputTokens", "input_tokens"), output_tokens=n("outputTokens", "output_tokens"),
+                         cached_tokens=n("cacheReadTokens", "cache_read_tokens", "cached_tokens"),
+                         cache_write_tokens=n("cacheWriteTokens", "cache_write_tokens"), cost_usd=0.0,
+                         model=self.config.model or None)
