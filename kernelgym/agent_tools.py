@@ -12,6 +12,7 @@
 from __future__ import annotations
 
 import copy
+import importlib
 import json
 import os
 import random
@@ -20,7 +21,7 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
-from kernelgym.errors import KernelGymError
+from kernelgym.errors import KernelGymError, PolicyConfigError
 from kernelgym.usage import PriceTable, StepUsage
 
 _PATH = {"type": "string", "description": "a path relative to the workspace, e.g. kernel.py"}
@@ -187,7 +188,10 @@ class ToolCallingPolicy:
 
     def __init__(self, config: ApiPolicyConfig):
         self.config = config
-        self.prices = PriceTable(config.prices, config.prices_as_of)
+        try:
+            self.prices = PriceTable(config.prices, config.prices_as_of)
+        except (TypeError, ValueError) as e:
+            raise PolicyConfigError(f"{type(self).__name__}: bad price table: {e}") from None
         self._client = None
         self.prompt = ""
         self._history: list[dict[str, Any]] = []
@@ -240,6 +244,19 @@ class ToolCallingPolicy:
         if self._client is not None:
             self._close_client(self._client)
             self._client = None
+
+    @staticmethod
+    def import_sdk(module: str) -> Any:
+        """The SDK module `module`, imported when the policy is built (not when policy.py is read).
+
+        Raises:
+            PolicyConfigError: it is not installed; the message says how to install it.
+        """
+        try:
+            return importlib.import_module(module)
+        except ImportError as e:
+            raise PolicyConfigError(f"the {module} SDK is not installed ({e}): pip install 'kernelgym[agents]' "
+                                    f"(or pip install {module})") from None
 
     # -- subclass hooks ---------------------------------------------------------------------------------------------
     def _make_client(self, api_key: str) -> Any:

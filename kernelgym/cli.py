@@ -204,11 +204,12 @@ def cmd_validate(args: argparse.Namespace) -> int:
 
 
 def _tokens_cell(u: dict | None) -> str:
-    """'in / out (cached)' tokens of an episode's usage totals, or '-' when the policy reported none."""
+    """'in/out/cached' tokens of an episode's usage totals ('in' counts cache writes; 'cached' is cache reads),
+    or '-' when the policy reported none."""
     if not u or u.get("input_tokens") is None:
         return "-"
     prompt = u["input_tokens"] + u.get("cache_write_tokens", 0)
-    return f"{prompt:,} / {u['output_tokens']:,} ({u['cached_tokens']:,})"
+    return f"{prompt}/{u['output_tokens']}/{u['cached_tokens']}"
 
 
 def print_results(results: list[dict], interpreter: bool) -> None:
@@ -216,7 +217,7 @@ def print_results(results: list[dict], interpreter: bool) -> None:
     (rollout's ``usage`` totals; '-' for a policy that reports none, 'unpriced' for a model without a price)."""
     table = Table(title="Result")
     for col in ("episode", "compiled", "correct", "speedup (mean)", "speedup (geomean)", "score", "steps", "wall s",
-                "tokens in / out (cached)", "cost $", "policy s"):
+                "tokens in/out/cached", "cost $", "policy s"):
         table.add_column(col, justify="right")
     for i, r in enumerate(results):
         g, u = r["grade"], r.get("usage") or {}

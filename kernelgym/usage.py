@@ -7,8 +7,13 @@ exception: an unpriced local model (vLLM, SGLang) still runs and is still counte
 from __future__ import annotations
 
 import dataclasses
+import re
 from dataclasses import dataclass
 from typing import Any, Iterable, Mapping
+
+#: What may follow a row's name in a model id the row prices: a date (claude-sonnet-4-5-20250929,
+#: gpt-5-2025-08-07) or "-latest"; not a version (claude-sonnet-4-6 is not priced as claude-sonnet-4).
+DATED_SUFFIX = re.compile(r"-(\d{8}|\d{4}-\d{2}-\d{2}|latest)")
 
 #: Token fields summed across steps and episodes.
 TOKEN_FIELDS = ("input_tokens", "output_tokens", "cached_tokens", "cache_write_tokens")
@@ -75,8 +80,8 @@ class Price:
 
 
 class PriceTable:
-    """Prices by model name, as of a date. A model matches its own row or the longest row name it starts with
-    (``claude-sonnet-4-5-20250929`` matches ``claude-sonnet-4-5``).
+    """Prices by model name, as of a date. A model matches its own row, or a row it extends with a date
+    (``claude-sonnet-4-5-20250929`` matches ``claude-sonnet-4-5``; see `DATED_SUFFIX`).
 
     Args:
         prices: model name -> {input, output, cached_input?, cache_write?} (USD per million tokens).
@@ -96,13 +101,15 @@ class PriceTable:
             self.prices[str(name)] = Price(**row)
 
     def lookup(self, model: str | None) -> Price | None:
-        """The price row of `model` (exact name, else the longest row name it starts with), or None."""
+        """The price row of `model` (its exact name, else a row it extends with a date suffix), or None."""
         if not model:
             return None
         if model in self.prices:
             return self.prices[model]
-        prefixes = [name for name in self.prices if model.startswith(name)]
-        return self.prices[max(prefixes, key=len)] if prefixes else None
+        for name, price in self.prices.items():
+            if model.startswith(name) and DATED_SUFFIX.fullmatch(model[len(name):]):
+                return price
+        return None
 
     def cost(self, usage: StepUsage) -> tuple[float | None, str | None]:
         """(USD, None) for `usage`'s tokens at `usage.model`'s price, or (None, note) when it has no row."""
