@@ -142,7 +142,10 @@ def cmd_run(args: argparse.Namespace) -> int:
                 if kind == "submit" or info.get("grade"):
                     status.update(f"episode {ep + 1}/{args.episodes}: grading")
                 if not console.is_terminal:  # no spinner in a log: one line per step instead
-                    console.print(f"  step {step}: {kind}{' (graded)' if info.get('grade') else ''}")
+                    u = info.get("policy", {}).get("usage")
+                    tokens = (f", {u['input_tokens'] + u['cache_write_tokens'] + u['cached_tokens']} tokens in, "
+                              f"{u['output_tokens']} out" if u else "")
+                    console.print(f"  step {step}: {kind}{' (graded)' if info.get('grade') else ''}{tokens}")
             results.append(rollout(env, policy, seed=args.seed + ep, on_step=on_step))
         console.print(f"episode {ep + 1}: reward {results[-1]['reward']:.1f} in {results[-1]['steps']} step{'' if results[-1]['steps'] == 1 else 's'}, "
                       f"{results[-1]['wall_s']:.1f} s")

@@ -110,3 +110,26 @@ def test_broken_user_policy_names_its_file(tmp_path):
     folder = _policy(tmp_path / "mine", name="empty", source="X = 1\n")
     with pytest.raises(PolicyConfigError, match="defines no EmptyConfig or EmptyPolicy"):
         load_policy("empty", policies_dir=tmp_path / "mine")
+
+
+def test_every_builtin_policy_states_what_it_needs_and_closes():
+    from kernelgym.policy import DEFAULT_POLICIES_ROOT, policy_requirements, requirement_met
+    for name in available_policies():
+        folder = DEFAULT_POLICIES_ROOT / name
+        if folder.is_dir():
+            text = (folder / "policy.py").read_text()
+            assert "REQUIRES" in text, f"{name}: policy.py defines no REQUIRES"
+            assert all(r.split(":")[0] in ("env", "binary", "python") for r in policy_requirements(folder)), name
+    for name in ("scripted", "tuner"):
+        assert policy_requirements(DEFAULT_POLICIES_ROOT / name) == []
+        load_policy(name).close()  # a no-op, but there
+    assert requirement_met("python:json") and not requirement_met("python:no_such_module_kg")
+    assert requirement_met("binary:sh") and not requirement_met("binary:no-such-binary-kg")
+    assert requirement_met("env:KG_SURELY_UNSET_VAR") is False and requirement_met("url:x") is None
+
+
+def test_requires_is_read_without_importing(tmp_path):
+    from kernelgym.policy import policy_requirements
+    folder = _policy(tmp_path / "mine", source='raise SystemExit("imported!")\nREQUIRES = ["env:MY_KEY"]\n')
+    assert policy_requirements(folder) == ["env:MY_KEY"]
+    assert policy_requirements(_policy(tmp_path / "mine", name="bad", source="def broken(:\n")) == []
