@@ -1,0 +1,207 @@
+"""Coding-agent CLIs as policies, whole episodes with no network and no real key: the real Claude Code and Codex
+CLIs (installed by .ci/setup from npm) against fake model servers on loopback that script their tool calls
+(tests/fakes/cli_servers.py), and Cursor's launcher with a stand-in executable (tests/fakes/cursor_agent_standin.py).
+Each shows tool calls -> env steps -> graded reward -> trajectory and transcript on disk, with token counts."""
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("mcp", reason="the agents extra is not installed: pip install -e '.[agents]' (.ci/setup does)")
+
+from kernelgym.agent_tools import MissingApiKeyError  # noqa: E402
+from kernelgym.agents.launcher import MissingBinaryError, locate_binary  # noqa: E402
+from kernelgym.env import KernelArenaEnv  # noqa: E402
+from kernelgym.policy import load_policy  # noqa: E402
+from kernelgym.rollout import rollout  # noqa: E402
+from kernelgym.wrappers import TrajectoryRecorder  # noqa: E402
+
+from tests.fakes.cli_servers import FakeAnthropic, FakeOpenAI  # noqa: E402
+
+FAKE_KEY = "sk-fake-kernelgym-test-key-0123456789"
+SCRIPT = [("read_file", {"path": "kernel.py"}), ("shell", {"cmd": "python check.py"}), ("submit", {})]
+STANDIN = Path(__file__).parent / "fakes" / "cursor_agent_standin.py"
+
+
+def require_cli(name: str) -> str:
+    """The CLI's path. Missing: a failure in CI (where .ci/setup installs it), a skip elsewhere."""
+    path = locate_binary(name)
+    if path is None:
+        message = f"{name} is not installed: run `bash .ci/setup --agents`"
+        if os.environ.get("CI"):
+            pytest.fail(message)
+        pytest.skip(message)
+    return path
+
+
+def run_cli(policy: str, config: dict, run_dir: Path, key_env: str) -> subprocess.CompletedProcess:
+    env = {**os.environ, key_env: FAKE_KEY}
+    return subprocess.run([sys.executable, "-m", "kernelgym.cli", "run", "--task", "triton-rmsnorm", "--policy", policy,
+                           "--policy-config", json.dumps(config), "--run-dir", str(run_dir),
+                           "--hardware", "cpu-interpreter"],
+                          capture_output=True, text=True, timeout=300, env=env)
+
+
+def check_run(run_dir: Path, script=SCRIPT):
+    """Assert the run's results, trajectory and transcript; return (trajectory records, transcript events)."""
+    (run,) = [p for p in run_dir.iterdir() if p.is_dir()]
+    results = json.loads((run / "results.json").read_text())
+    assert results[0]["reward"] == 120.0 and results[0]["terminated"] and not results[0]["truncated"]
+    lines = [json.loads(x) for x in (run / "trajectories.jsonl").read_text().splitlines()]
+    steps = [x for x in lines if x["event"] == "step"]
+    prompt = lines[0]["observation"]["prompt"]
+    assert "Hardware" in prompt or "hardware" in prompt
+    assert [s["action"] for s in steps] == [{**args, "kind": name} for name, args in script]
+    assert [s["policy"]["tool_call"]["name"] for s in steps] == [name for name, _ in script]
+    assert "def " in steps[0]["observation"]["output"]  # kernel.py's text came back as the read_file result
+    assert steps[-1]["reward"] == 120.0 and steps[-1]["info"]["grade"]["score"] == 120.0
+    tokens = sum(s["policy"]["usage"]["input_tokens"] + s["policy"]["usage"]["output_tokens"] for s in steps)
+    assert tokens == results[0]["usage"]["input_tokens"] + results[0]["usage"]["output_tokens"] > 0
+    (transcript,) = (run / "agent_transcripts").glob("*.jsonl")
+    events = [json.loads(x) for x in transcript.read_text().splitlines() if x.startswith("{")]
+    summary = json.loads(transcript.with_suffix(".summary.json").read_text())
+    assert summary["ending"] == "submitted" and summary["exit_code"] == 0
+    for f in run.rglob("*"):
+        if f.is_file() and f.suffix in (".json", ".jsonl", ".log"):
+            assert FAKE_KEY not in f.read_text(errors="replace"), f"the API key leaked into {f}"
+    return steps, events, results[0], prompt
+
+
+def strings(tree) -> list[str]:
+    """Every string in a JSON value."""
+    if isinstance(tree, str):
+        return [tree]
+    if isinstance(tree, dict):
+        tree = list(tree.values())
+    return [s for item in tree for s in strings(item)] if isinstance(tree, list) else []
+
+
+def gave_prompt(request_body: dict, prompt: str) -> bool:
+    """Whether the request carries the env's whole task prompt (and the iteration guidance) in one message."""
+    return any(prompt.strip() in s and "submit tool" in s for s in strings(request_body))
+
+
+def test_claude_code_whole_episode(tmp_path, require_bwrap):
+    require_cli("claude")
+    with FakeAnthropic(SCRIPT, input_tokens=1000, output_tokens=50) as fake:
+        proc = run_cli("claude-code", {"base_url": fake.base_url, "model": "claude-sonnet-4-5", "timeout_s": 120},
+                       tmp_path / "runs", "ANTHROPIC_API_KEY")
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+        steps, events, result, prompt = check_run(tmp_path / "runs")
+        main = fake.tool_requests()
+    assert gave_prompt(main[0]["body"], prompt)
+    # Claude Code offered the model the kernelgym MCP tools and none of its own, and sent the key it was given
+    offered = {t["name"] for t in main[0]["body"]["tools"]}
+    assert offered == {f"mcp__kernelgym__{n}" for n in ("shell", "read_file", "write_file", "edit_file", "profile",
+                                                       "submit")}
+    assert all(r["headers"].get("x-api-key") == FAKE_KEY for r in main)
+    # four model replies (three tool calls and a closing message): the CLI's totals are the episode's
+    assert result["usage"]["input_tokens"] == 4000 and result["usage"]["output_tokens"] == 200
+    assert result["usage"]["api_calls"] == 4
+    assert events[-1]["type"] == "result" and events[-1]["usage"]["output_tokens"] == 200
+
+
+def test_codex_whole_episode(tmp_path, require_bwrap):
+    require_cli("codex")
+    with FakeOpenAI(SCRIPT, input_tokens=1000, output_tokens=50, cached_tokens=400) as fake:
+        proc = run_cli("codex", {"base_url": fake.base_url + "/v1", "model": "gpt-5-codex", "timeout_s": 120},
+                       tmp_path / "runs", "OPENAI_API_KEY")
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+        steps, events, result, prompt = check_run(tmp_path / "runs")
+        main = fake.tool_requests()
+    assert gave_prompt(main[0]["body"], prompt)
+    # Codex's own shell, patch, image and web tools were off: besides kernelgym's namespace, only the MCP resource
+    # tools (which reach kernelgym's server alone) and plan mode's question tool were offered
+    offered = {t.get("name") for t in main[0]["body"]["tools"]}
+    assert "mcp__kernelgym" in offered
+    assert not offered & {"shell", "exec_command", "apply_patch", "view_image", "web_search", "update_plan"}
+    assert offered <= {"mcp__kernelgym", "list_mcp_resources", "list_mcp_resource_templates", "read_mcp_resource",
+                       "request_user_input"}
+    assert all(r["headers"].get("authorization") == f"Bearer {FAKE_KEY}" for r in main)
+    # Codex reports usage once per turn: 4 replies x 1000 input tokens, 400 of them cached each time
+    assert (result["usage"]["input_tokens"], result["usage"]["cached_tokens"]) == (2400, 1600)
+    assert result["usage"]["output_tokens"] == 200 and steps[-1]["policy"]["usage"]["output_tokens"] == 200
+    assert any(e.get("type") == "item.completed" and e["item"].get("type") == "mcp_tool_call" for e in events)
+
+
+def standin(tmp_path: Path) -> str:
+    """An executable that runs the Cursor stand-in with this Python (which has the mcp SDK)."""
+    exe = tmp_path / "cursor-agent"
+    exe.write_text(f"#!/bin/sh\nexec {sys.executable} {STANDIN} \"$@\"\n")
+    exe.chmod(0o755)
+    return str(exe)
+
+
+def cursor_episode(tmp_path, monkeypatch, script, **config):
+    monkeypatch.setenv("CURSOR_API_KEY", FAKE_KEY)
+    monkeypatch.setenv("CURSOR_STANDIN_SCRIPT", json.dumps(script))
+    policy = load_policy("cursor-agent", binary=standin(tmp_path), pass_env=["CURSOR_STANDIN_SCRIPT",
+                         "CURSOR_STANDIN_HANG", "CURSOR_STANDIN_PIDFILE"], **config)
+    env = TrajectoryRecorder(KernelArenaEnv("triton-rmsnorm", run_dir=tmp_path / "run", hardware="cpu-interpreter"),
+                             tmp_path / "run" / "trajectories.jsonl")
+    try:
+        return rollout(env, policy, seed=0)
+    finally:
+        env.close()
+
+
+def test_cursor_agent_whole_episode_with_standin(tmp_path, monkeypatch, require_bwrap):
+    result = cursor_episode(tmp_path, monkeypatch, SCRIPT, model="sonnet-4", timeout_s=120)
+    assert result["reward"] == 120.0 and result["terminated"] and result["steps"] == 3
+    assert (result["usage"]["input_tokens"], result["usage"]["output_tokens"]) == (4000, 200)
+    (transcript,) = (tmp_path / "run" / "agent_transcripts").glob("*.jsonl")
+    events = [json.loads(x) for x in transcript.read_text().splitlines()]
+    assert [e["subtype"] for e in events if e["type"] == "tool_call"] == ["started", "completed"] * 3
+    assert events[0]["apiKeySource"] == "env"  # the key went in the environment, not on the command line
+    summary = json.loads(transcript.with_suffix(".summary.json").read_text())
+    assert "--approve-mcps" in summary["argv"] and "--force" not in summary["argv"]
+    assert FAKE_KEY not in (tmp_path / "run" / "trajectories.jsonl").read_text()
+
+
+def test_cli_that_exits_without_submit_ends_truncated_and_graded(tmp_path, monkeypatch, require_bwrap):
+    result = cursor_episode(tmp_path, monkeypatch, SCRIPT[:2], timeout_s=120)
+    assert result["truncated"] and not result["terminated"] and result["reward"] == 120.0
+    lines = [json.loads(x) for x in (tmp_path / "run" / "trajectories.jsonl").read_text().splitlines()]
+    assert lines[-1]["action"] == {"kind": "submit", "truncate": True}
+    assert "exited without submitting" in lines[-1]["policy"]["note"]
+    assert "stopped without submitting" in lines[-1]["observation"]["output"]
+
+
+def test_timeout_kills_the_process_group(tmp_path, monkeypatch, require_bwrap):
+    pidfile = tmp_path / "child.pid"
+    monkeypatch.setenv("CURSOR_STANDIN_HANG", "1")
+    monkeypatch.setenv("CURSOR_STANDIN_PIDFILE", str(pidfile))
+    start = time.monotonic()
+    result = cursor_episode(tmp_path, monkeypatch, [], timeout_s=3)
+    assert time.monotonic() - start < 60
+    assert result["truncated"] and result["reward"] == 120.0
+    child = int(pidfile.read_text())
+    time.sleep(0.2)
+    assert not Path(f"/proc/{child}").exists() or "Z" in Path(f"/proc/{child}/stat").read_text().split()[2], \
+        "the CLI's child outlived the timeout"
+    (summary,) = (tmp_path / "run" / "agent_transcripts").glob("*.summary.json")
+    assert "timed out" in json.loads(summary.read_text())["ending"]
+
+
+def test_missing_binary_and_key_are_clear_errors(tmp_path, monkeypatch):
+    policy = load_policy("cursor-agent", binary="no-such-cursor-agent-binary")
+    with pytest.raises(MissingBinaryError, match="not installed.*Install Cursor's CLI"):
+        policy.reset({"prompt": "x"}, {"workspace": str(tmp_path / "ep" / "workspace")})
+    monkeypatch.delenv("CURSOR_API_KEY", raising=False)
+    policy = load_policy("cursor-agent", binary=standin(tmp_path))
+    with pytest.raises(MissingApiKeyError, match="export CURSOR_API_KEY"):
+        policy.reset({"prompt": "x"}, {"workspace": str(tmp_path / "ep" / "workspace")})
+    policy.close()
+
+
+def test_list_shows_what_each_cli_policy_needs():
+    proc = subprocess.run([sys.executable, "-m", "kernelgym.cli", "list"], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    for name, needs in (("claude-code", "binary:claude"), ("codex", "binary:codex"),
+                        ("cursor-agent", "binary:cursor-agent")):
+        line = next(x for x in proc.stdout.splitlines() if f" {name} " in x)
+        assert needs in line, line
