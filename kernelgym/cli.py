@@ -72,7 +72,7 @@ def cmd_list(args: argparse.Namespace) -> int:
         table.add_row(name, ", ".join(needs) or "-", _source(folder, DEFAULT_POLICIES_ROOT))
     console.print(table)
     console.print("[dim]needs: env:VAR (an environment variable, e.g. an API key), binary:NAME (a program on "
-                  "PATH), python:MODULE (pip install 'kernelgym[agents]' for the API policies)[/]", soft_wrap=True)
+                  "PATH), python:MODULE (pip install 'kernelgym\\[agents]' for the API policies)[/]", soft_wrap=True)
 
     table = Table(title="Hardware profiles", title_justify="left")
     for col in ("profile", "name", "vendor", "arch", "source"):
