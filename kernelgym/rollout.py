@@ -40,7 +40,9 @@ def rollout(env: gym.Env, policy: Policy, seed: int | None = None,
     after an error.
     """
     start = time.monotonic()
-    annotate = env.get_wrapper_attr(ANNOTATE) if env.has_wrapper_attr(ANNOTATE) else None
+    # Found through the wrapper stack, so a recorder under other wrappers (UnseenConfigEval) still gets it.
+    has = getattr(env, "has_wrapper_attr", None)
+    annotate = env.get_wrapper_attr(ANNOTATE) if has and has(ANNOTATE) else None
     usages: list[StepUsage | None] = []
     policy_wall_s = 0.0
     try:

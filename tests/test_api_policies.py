@@ -147,7 +147,7 @@ class ReportingPolicy:
 
 
 def test_rollout_puts_policy_step_info_in_info_trajectory_and_totals(tmp_path):
-    env = TrajectoryRecorder(StubEnv(), tmp_path / "t.jsonl")
+    env = gym.Wrapper(TrajectoryRecorder(StubEnv(), tmp_path / "t.jsonl"))  # the recorder under another wrapper
     policy, seen = ReportingPolicy(), []
     result = rollout(env, policy, seed=0, on_step=lambda step, action, info: seen.append(info["policy"]))
     assert result["reward"] == 1.0 and result["steps"] == 3 and policy.closed == 1
@@ -219,7 +219,8 @@ def test_api_errors_that_are_not_retried_or_outlast_the_retries_end_the_episode(
     monkeypatch.setenv("ANTHROPIC_API_KEY", FAKE_KEY)
     unauthorized = (401, {"type": "error", "error": {"type": "authentication_error", "message": "bad key"}}, {})
     with fake_anthropic([unauthorized]) as server:
-        result = rollout(StubEnv(), load_policy("anthropic", base_url=server.base_url, **FAST))
+        monkeypatch.setenv("ANTHROPIC_BASE_URL", server.base_url)  # base_url null: the SDK's variable
+        result = rollout(StubEnv(), load_policy("anthropic", base_url=None, **FAST))
     assert "AuthenticationError" in result["policy_error"] and len(server.requests) == 1
     with fake_anthropic([rate_limited(), rate_limited()]) as server:
         result = rollout(StubEnv(), load_policy("anthropic", base_url=server.base_url, max_retries=1, **FAST))
