@@ -146,8 +146,8 @@ class ApiPolicyConfig:
     max_retries: int = 6
     """Retries of one request after a rate limit (429), overload or server error (5xx), or a connection error."""
     backoff_initial_s: float = 2.0
-    """First retry wait; it doubles each retry (with jitter) up to `backoff_max_s`, or follows the server's
-    retry-after header when that is longer."""
+    """First retry wait; it doubles each retry (with jitter) up to `backoff_max_s`. A server's retry-after header
+    replaces it (capped at `backoff_max_s`)."""
     backoff_max_s: float = 60.0
     """Longest wait between retries."""
     keep_last_observations: int = 8

@@ -215,6 +215,31 @@ def test_anthropic_retries_5xx_queues_calls_nudges_and_sends_the_key(monkeypatch
     assert u["model"] == "claude-sonnet-4-5-20250929" and u["retries"] == 2
 
 
+class _StatusError(Exception):
+    def __init__(self, status, headers=None):
+        self.status_code, self.response = status, type("R", (), {"headers": headers or {}})()
+
+
+def test_backoff_doubles_with_jitter_caps_and_follows_retry_after():
+    policy = load_policy("openai", backoff_initial_s=1.0, backoff_max_s=5.0, max_retries=4)
+    waits = [policy._retry_wait(_StatusError(429), attempt) for attempt in range(4)]
+    for attempt, wait in enumerate(waits):
+        full = min(5.0, 2.0 ** attempt)
+        assert full / 2 <= wait <= full  # jitter keeps it within half of the full wait
+    assert policy._retry_wait(_StatusError(503), 4) is None  # retries spent
+    assert policy._retry_wait(_StatusError(429, {"retry-after": "3"}), 0) == 3.0
+    assert policy._retry_wait(_StatusError(429, {"retry-after": "120"}), 0) == 5.0  # capped
+    assert policy._retry_wait(_StatusError(400), 0) is None and policy._retry_wait(ValueError("x"), 0) is None
+
+
+def test_connection_errors_are_retried(monkeypatch):
+    monkeypatch.setenv("OPENAI_API_KEY", FAKE_KEY)
+    with fake_openai([]) as server:  # closed at once: nothing listens on its port any more
+        pass
+    result = rollout(StubEnv(), load_policy("openai", base_url=server.base_url, max_retries=2, **FAST))
+    assert "APIConnectionError" in result["policy_error"] and result["usage"]["retries"] == 2
+
+
 def test_api_errors_that_are_not_retried_or_outlast_the_retries_end_the_episode(monkeypatch):
     monkeypatch.setenv("ANTHROPIC_API_KEY", FAKE_KEY)
     unauthorized = (401, {"type": "error", "error": {"type": "authentication_error", "message": "bad key"}}, {})
