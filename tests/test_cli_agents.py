@@ -102,6 +102,10 @@ def test_claude_code_whole_episode(tmp_path, require_bwrap):
     # four model replies (three tool calls and a closing message): the CLI's totals are the episode's
     assert result["usage"]["input_tokens"] == 4000 and result["usage"]["output_tokens"] == 200
     assert result["usage"]["api_calls"] == 4
+    # priced from the config's table (claude-sonnet-4-5: $3 in, $15 out per million); Claude Code's own estimate
+    # for the session, from its result event, is kept beside it
+    assert result["usage"]["cost_usd"] == pytest.approx(4000 * 3e-6 + 200 * 15e-6)
+    assert steps[-1]["policy"]["cli_reported_cost_usd"] == events[-1]["total_cost_usd"]
     assert events[-1]["type"] == "result" and events[-1]["usage"]["output_tokens"] == 200
 
 
@@ -125,6 +129,7 @@ def test_codex_whole_episode(tmp_path, require_bwrap):
     # Codex reports usage once per turn: 4 replies x 1000 input tokens, 400 of them cached each time
     assert (result["usage"]["input_tokens"], result["usage"]["cached_tokens"]) == (2400, 1600)
     assert result["usage"]["output_tokens"] == 200 and steps[-1]["policy"]["usage"]["output_tokens"] == 200
+    assert result["usage"]["cost_usd"] == pytest.approx(2400 * 1.25e-6 + 1600 * 0.125e-6 + 200 * 10e-6)
     assert any(e.get("type") == "item.completed" and e["item"].get("type") == "mcp_tool_call" for e in events)
 
 
@@ -185,6 +190,15 @@ def test_timeout_kills_the_process_group(tmp_path, monkeypatch, require_bwrap):
         "the CLI's child outlived the timeout"
     (summary,) = (tmp_path / "run" / "agent_transcripts").glob("*.summary.json")
     assert "timed out" in json.loads(summary.read_text())["ending"]
+
+
+def test_truncate_is_only_a_submit_flag():
+    from kernelgym.spaces import ActionError, parse_action
+    assert parse_action({"kind": "submit", "truncate": True}).truncate
+    assert not parse_action({"kind": "submit"}).truncate
+    for bad in ({"kind": "shell", "cmd": "ls", "truncate": True}, {"kind": "submit", "truncate": "yes"}):
+        with pytest.raises(ActionError, match="truncate"):
+            parse_action(bad)
 
 
 def test_missing_binary_and_key_are_clear_errors(tmp_path, monkeypatch):

@@ -216,7 +216,8 @@ class CLIAgentPolicy:
 
     def act(self, observation: dict[str, str], info: dict[str, Any]) -> dict[str, Any] | str:
         """The CLI's next tool call as an env action, after delivering `observation["output"]` as the result of
-        the previous one. ``{"kind": "submit", "truncate": True}`` when the CLI exited without submitting or ran
+        the previous one (on submit, after the CLI finished or `exit_grace_s` ran out). ``{"kind": "submit",
+        "truncate": True}`` when the CLI exited without submitting or ran
         out of time (its process group is killed)."""
         if self.proc is None or self.bridge is None:
             return TRUNCATE_ACTION
@@ -228,7 +229,7 @@ class CLIAgentPolicy:
         waited = time.monotonic() - start
         if call is None:
             self._finish("exited without submitting" if self._summary["ending"] is None else self._summary["ending"])
-            self._note_usage(waited)
+            self._note_usage(waited, final=True)
             self._step_info["note"] = f"{self.name} {self._summary['ending']}; the episode ends truncated"
             return TRUNCATE_ACTION
         self._step_info["tool_call"] = {"name": call.name, "arguments": call.arguments}
@@ -237,9 +238,9 @@ class CLIAgentPolicy:
             self.bridge.end_episode()
             self._wait_exit(self.config.exit_grace_s)
             self._finish("submitted")
-            waited = time.monotonic() - start
-        else:
-            self._pending = call
+            self._note_usage(time.monotonic() - start, final=True)
+            return call.action
+        self._pending = call
         self._note_usage(waited)
         return call.action
 
@@ -318,7 +319,9 @@ class CLIAgentPolicy:
         summary_path = self.transcript_path.with_suffix(".summary.json")
         summary_path.write_text(self._redact(json.dumps(self._summary, indent=1, default=str)))
 
-    def _note_usage(self, waited_s: float) -> None:
+    def _note_usage(self, waited_s: float, final: bool = False) -> None:
+        if final and "cli_reported_cost_usd" in self._summary:  # the CLI's own estimate for the whole session
+            self._step_info["cli_reported_cost_usd"] = self._summary["cli_reported_cost_usd"]
         with self._lock:
             usage, self._usage = self._usage, StepUsage(cost_usd=0.0)
         usage.wall_s = waited_s
