@@ -350,6 +350,12 @@ def test_kernelgym_run_whole_episode_against_fake_server(policy, tmp_path, requi
     assert [x["policy"]["tool_call"]["name"] for x in steps] == ["read_file", "shell", "submit"]
     assert steps[0]["policy"]["usage"]["retries"] == 1 and steps[0]["policy"]["text"] == "Reading and checking."
     assert "CHECK correct=" in steps[1]["observation"]["output"] and steps[-1]["reward"] == 120.0
+    # The model got the arena's eight-part prompt, the hardware reference included, as its first user message.
+    first = server.requests[1]["body"]["messages"]
+    prompt = first[0]["content"][0]["text"] if policy == "anthropic" else first[1]["content"]
+    for heading in ("# Task KernelArena/triton-rmsnorm-v0", "## Files", "## Task", "## Architecture pre-check",
+                    "## Completion rules", "## Language", "## Hardware: ", "## Workspace", "## How to work"):
+        assert heading in prompt
     # The model saw each observation as its tool's result.
     sent = json.dumps(server.requests[2]["body"])
     assert "CHECK correct=" in sent and "triton.jit" in sent
