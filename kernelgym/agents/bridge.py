@@ -19,6 +19,8 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from kernelgym.errors import KernelGymError
+
 #: What the bridge answers when a call comes after the episode ended (or the bridge closed).
 EPISODE_OVER = "error: the episode is over; no more tool calls are taken"
 
@@ -117,9 +119,15 @@ class MCPBridge:
         """Start serving; return the URL to give the CLI (``http://127.0.0.1:PORT/mcp/<random>``).
 
         Raises:
+            KernelGymError: the mcp SDK is not installed.
             RuntimeError: the server did not come up within `timeout_s` seconds.
         """
-        import uvicorn
+        try:
+            import mcp.server.lowlevel  # noqa: F401
+            import uvicorn
+        except ImportError as e:
+            raise KernelGymError(f"the agent CLI policies need the MCP SDK ({e}): pip install 'kernelgym[agents]' "
+                                 f"(bash .ci/setup does)") from None
 
         path = f"/mcp/{secrets.token_urlsafe(12)}"
         sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)

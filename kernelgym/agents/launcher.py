@@ -217,8 +217,8 @@ class CLIAgentPolicy:
     def act(self, observation: dict[str, str], info: dict[str, Any]) -> dict[str, Any] | str:
         """The CLI's next tool call as an env action, after delivering `observation["output"]` as the result of
         the previous one (on submit, after the CLI finished or `exit_grace_s` ran out). ``{"kind": "submit",
-        "truncate": True}`` when the CLI exited without submitting or ran
-        out of time (its process group is killed)."""
+        "truncate": True}`` when the CLI exited without submitting or ran out of time (its process group is
+        killed)."""
         if self.proc is None or self.bridge is None:
             return TRUNCATE_ACTION
         if self._pending is not None:

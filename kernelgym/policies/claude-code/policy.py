@@ -17,7 +17,7 @@ from kernelgym.agents.launcher import CLIAgentConfig, CLIAgentPolicy
 from kernelgym.usage import StepUsage
 
 #: What `kernelgym list` shows this policy needs.
-REQUIRES = ["binary:claude", "env:ANTHROPIC_API_KEY"]
+REQUIRES = ["binary:claude", "env:ANTHROPIC_API_KEY", "python:mcp"]
 
 
 @dataclass

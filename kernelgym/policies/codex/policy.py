@@ -21,7 +21,7 @@ from kernelgym.agents.launcher import CLIAgentConfig, CLIAgentPolicy
 from kernelgym.usage import StepUsage
 
 #: What `kernelgym list` shows this policy needs.
-REQUIRES = ["binary:codex", "env:OPENAI_API_KEY"]
+REQUIRES = ["binary:codex", "env:OPENAI_API_KEY", "python:mcp"]
 
 
 @dataclass

@@ -23,7 +23,7 @@ from kernelgym.agents.launcher import CLIAgentConfig, CLIAgentPolicy
 from kernelgym.usage import StepUsage
 
 #: What `kernelgym list` shows this policy needs.
-REQUIRES = ["binary:cursor-agent", "env:CURSOR_API_KEY"]
+REQUIRES = ["binary:cursor-agent", "env:CURSOR_API_KEY", "python:mcp"]
 
 #: Cursor CLI permission rules: only kernelgym's MCP tools; the CLI's own shell, file and web tools denied.
 PERMISSIONS = {"allow": ["Mcp(kernelgym:*)"], "deny": ["Shell(*)", "Read(**)", "Write(**)", "WebFetch(*)"]}
