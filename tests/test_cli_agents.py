@@ -102,6 +102,8 @@ def test_claude_code_whole_episode(tmp_path, require_bwrap):
     # four model replies (three tool calls and a closing message): the CLI's totals are the episode's
     assert result["usage"]["input_tokens"] == 4000 and result["usage"]["output_tokens"] == 200
     assert result["usage"]["api_calls"] == 4
+    # each reply's tokens are on the step of its tool call; the closing reply's on the submit step
+    assert [s["policy"]["usage"]["input_tokens"] for s in steps] == [1000, 1000, 2000]
     # priced from the config's table (claude-sonnet-4-5: $3 in, $15 out per million); Claude Code's own estimate
     # for the session, from its result event, is kept beside it
     assert result["usage"]["cost_usd"] == pytest.approx(4000 * 3e-6 + 200 * 15e-6)

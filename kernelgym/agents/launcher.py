@@ -44,6 +44,8 @@ from kernelgym.usage import TOKEN_FIELDS, PriceTable, StepUsage
 LOCAL_AGENTS_DIR = Path(__file__).resolve().parents[2] / ".agents"
 #: The action that ends an episode truncated (the CLI stopped without submitting); the kernel is graded.
 TRUNCATE_ACTION = {"kind": "submit", "truncate": True}
+#: Seconds act() waits for the transcript to announce a tool call that already reached the MCP server.
+TRANSCRIPT_LAG_S = 1.0
 SUBMITTED_REPLY = ("submitted: the kernel is being graded and the episode is over. Stop now; no more tool calls "
                    "are taken.")
 
@@ -130,6 +132,8 @@ class CLIAgentPolicy:
         self.proc: subprocess.Popen | None = None
         self._pending: ToolCall | None = None
         self._lock = threading.Lock()
+        self._announced = threading.Condition(self._lock)
+        self._calls_announced = self._calls_handed = 0
         self._usage = StepUsage(cost_usd=0.0)
         self._step_info: dict[str, Any] = {}
         self._readers: list[threading.Thread] = []
@@ -147,6 +151,12 @@ class CLIAgentPolicy:
     def parse_event(self, event: dict[str, Any]) -> StepUsage | None:
         """The usage one transcript event reports (None for events that report none)."""
         raise NotImplementedError
+
+    def tool_calls_in(self, event: dict[str, Any]) -> int:
+        """How many tool calls a transcript event announces (0 by default). A CLI may call the MCP tool before its
+        transcript line about the call is read; `act()` waits up to `TRANSCRIPT_LAG_S` for the line, so the reply's
+        usage lands on the step of its own tool call."""
+        return 0
 
     def parse_totals(self, event: dict[str, Any]) -> StepUsage | None:
         """The session's token totals, for a CLI whose last event states them (None: this event does not). Tokens
@@ -199,6 +209,7 @@ class CLIAgentPolicy:
         argv, stdin_text = self.command(binary, prompt, url, self._home)
         argv = [*argv, *self.config.extra_args]
         self._usage, self._step_info, self._pending = StepUsage(cost_usd=0.0), {}, None
+        self._calls_announced = self._calls_handed = 0
         self._summary = {"policy": self.name, "episode_id": episode_id, "binary": binary,
                          "argv": [a if a != prompt else "<prompt>" for a in argv],
                          "started": time.time(), "ended": None, "exit_code": None, "ending": None}
@@ -233,6 +244,10 @@ class CLIAgentPolicy:
             self._step_info["note"] = f"{self.name} {self._summary['ending']}; the episode ends truncated"
             return TRUNCATE_ACTION
         self._step_info["tool_call"] = {"name": call.name, "arguments": call.arguments}
+        self._calls_handed += 1
+        with self._announced:
+            self._announced.wait_for(lambda: self._calls_announced >= self._calls_handed, timeout=TRANSCRIPT_LAG_S)
+        waited = time.monotonic() - start
         if isinstance(call.action, dict) and call.action.get("kind") == "submit":
             call.reply(SUBMITTED_REPLY)
             self.bridge.end_episode()
@@ -366,6 +381,11 @@ class CLIAgentPolicy:
                         for k in (*TOKEN_FIELDS, "api_calls"):
                             totals[k] += getattr(usage, k)
                         totals["model"] = usage.model or totals.get("model")
+                announced = self.tool_calls_in(event)  # after its usage: act() takes both together
+                if announced:
+                    with self._announced:
+                        self._calls_announced += announced
+                        self._announced.notify_all()
 
     def _read_stderr(self, pipe, path: Path) -> None:
         with open(path, "a", encoding="utf-8") as out:

@@ -62,6 +62,13 @@ class ClaudeCodePolicy(CLIAgentPolicy):
             env["ANTHROPIC_BASE_URL"] = self.config.base_url
         return env
 
+    def tool_calls_in(self, event: dict[str, Any]) -> int:
+        """The tool_use blocks of an ``assistant`` event."""
+        message = event.get("message") if event.get("type") == "assistant" else None
+        content = message.get("content") if isinstance(message, dict) else None
+        return sum(1 for b in content if isinstance(b, dict) and b.get("type") == "tool_use") \
+            if isinstance(content, list) else 0
+
     def parse_totals(self, event: dict[str, Any]) -> StepUsage | None:
         """The ``result`` event's usage: the session's totals (assistant events carry the output count as it was
         when the reply's first block was complete, so the totals correct it)."""

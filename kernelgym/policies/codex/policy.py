@@ -76,6 +76,11 @@ class CodexPolicy(CLIAgentPolicy):
         (home / ".codex").mkdir(exist_ok=True)
         return env
 
+    def tool_calls_in(self, event: dict[str, Any]) -> int:
+        """1 for an ``item.started`` event of an MCP tool call."""
+        item = event.get("item") if event.get("type") == "item.started" else None
+        return int(isinstance(item, dict) and item.get("type") == "mcp_tool_call")
+
     def parse_event(self, event: dict[str, Any]) -> StepUsage | None:
         """Usage of a ``turn.completed`` event. Codex reports usage per turn (the whole exec), so its tokens land
         on the step that ends the session. OpenAI counts cached tokens inside input_tokens; they are split out."""

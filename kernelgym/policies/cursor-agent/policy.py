@@ -64,6 +64,10 @@ class CursorAgentPolicy(CLIAgentPolicy):
             env["CURSOR_API_KEY"] = env.pop(self.config.api_key_env)
         return env
 
+    def tool_calls_in(self, event: dict[str, Any]) -> int:
+        """1 for a ``tool_call`` event of subtype ``started``."""
+        return int(event.get("type") == "tool_call" and event.get("subtype") == "started")
+
     def parse_event(self, event: dict[str, Any]) -> StepUsage | None:
         """Usage of a ``result`` event, where the CLI reports one (camelCase or snake_case keys); None otherwise.
         Cursor reports usage per session, so its tokens land on the step that ends it."""
