@@ -18,8 +18,8 @@ AMD: on a ROCm build of torch, `cpp_extension` hipifies the same sources (CUDA n
 compiles them with hipcc. That path follows PyTorch's documented behaviour and is untested here (no AMD GPU).
 
 Provenance: there is no in-process check that the candidate's own kernels did the work (no ``LaunchCounter``):
-a compiled extension's launches cannot be observed from Python. Counting them needs an observer outside the
-candidate's process (CUPTI or ncu), which this backend does not have yet.
+a compiled extension's launches cannot be observed from Python. On NVIDIA the outside observer
+(kernelgym/grader/observer.py) lists them, and `own_kernel_names` says which are the candidate's.
 
 Standard library and torch only at import (the harness loads this file by path inside the sandbox, and the
 workspace tools copy it beside the agent's files).
@@ -38,6 +38,22 @@ import sysconfig
 from pathlib import Path
 
 LANGUAGE = "cuda"
+
+
+def own_kernel_names(sources):
+    """Names of the ``__global__`` functions in the C++ `sources` ({path: text}; comments and ``__launch_bounds__``
+    ignored): the outside observer (kernelgym/grader/observer.py) counts a kernel as the candidate's own by that name.
+    """
+    import re
+    names = set()
+    for text in sources.values():
+        text = re.sub(r"//[^\n]*|/\*.*?\*/", " ", text, flags=re.S)
+        text = re.sub(r"__launch_bounds__\s*\([^)]*\)", " ", text)
+        for match in re.finditer(r"__global__([^(;{}]*)\(", text):
+            words = re.findall(r"[A-Za-z_]\w*", match.group(1))
+            if words:
+                names.add(words[-1])
+    return names
 VENDORS = frozenset({"nvidia", "amd"})
 """NVIDIA through nvcc; AMD through PyTorch's hipify of the same sources (untested here)."""
 INTERPRETER_ENV = None

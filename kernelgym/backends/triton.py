@@ -17,6 +17,30 @@ PROMPT = ("Language: Triton (`@triton.jit` kernels launched from Python). The fi
           "launch options unless the hardware section lists them.")
 
 
+def own_kernel_names(sources):
+    """Names of the ``@triton.jit`` functions (decorated with anything ending in ``jit``, also under autotune) in the
+    Python `sources` ({path: text}): Triton names each compiled kernel after its function, and the outside observer
+    (kernelgym/grader/observer.py) counts a kernel as the candidate's own by that name. Files that do not parse name
+    none."""
+    import ast
+    names = set()
+    for text in sources.values():
+        try:
+            tree = ast.parse(text)
+        except (SyntaxError, ValueError):
+            continue
+        for node in ast.walk(tree):
+            if isinstance(node, ast.FunctionDef) and any(_ends_in_jit(d) for d in node.decorator_list):
+                names.add(node.name)
+    return names
+
+
+def _ends_in_jit(decorator):
+    import ast
+    node = decorator.func if isinstance(decorator, ast.Call) else decorator
+    return (isinstance(node, ast.Attribute) and node.attr == "jit") or (isinstance(node, ast.Name) and node.id == "jit")
+
+
 def is_compile_error(exc):
     """Triton raises CompilationError subclasses when a @triton.jit function does not compile."""
     return any("CompilationError" in cls.__name__ for cls in type(exc).__mro__)

@@ -15,9 +15,11 @@ fresh process, comparisons at the end) gives the same verdicts (tests/test_fast_
 """
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import os
+import secrets
 import statistics
 import threading
 import time
@@ -31,8 +33,11 @@ from kernelgym.errors import TaskSpecError
 from kernelgym.grader import build as builds
 from kernelgym.grader.files import MAX_EDITABLE_BYTES, copy_candidate, copy_editable, copy_public, write_new
 from kernelgym.grader.provenance import check_cpp_source, check_source
-from kernelgym.grader.protocol import (CHECK_RESULT, HARNESS_LOG, IMPORTED_MARKER, REQUEST, TIME_RESULT, CheckResult,
-                                       OutputSlot, Request, TimeResult, parse_check_result, parse_time_result)
+from kernelgym.grader.observer import (Observation, ObserverError, cross_check, find_ncu, foreign_kernels, ncu_argv,
+                                       parse_report, split)
+from kernelgym.grader.protocol import (CHECK_RESULT, HARNESS_LOG, IMPORTED_MARKER, OBSERVED_PREFIX, OUTPUTS, REQUEST,
+                                       TIME_RESULT, CheckResult, OutputSlot, Request, TimeResult, check_seed,
+                                       parse_check_result, parse_time_result)
 from kernelgym.grader.score import arena_score
 from kernelgym.grader.session import GradingSession
 from kernelgym.grader.timing_stats import TimingError, choose_runs, summarize
@@ -41,7 +46,7 @@ from kernelgym.grader.worker import HARNESS, HARNESS_FILES, GraderWorker
 from kernelgym.hardware import HardwareProfile
 from kernelgym.launch_options import unsupported_launch_options
 from kernelgym.roofline import achieved, evaluate
-from kernelgym.sandbox import PYTHON, Limits, make_sandbox
+from kernelgym.sandbox import PYTHON, Limits, gpu_devices, make_sandbox
 from kernelgym.task import Task
 
 #: Config dtype names (torch's) to the keys of a hardware profile's `peak_tflops`.
@@ -49,6 +54,15 @@ PEAK_KEY = {"float32": "fp32", "float16": "fp16", "bfloat16": "bf16"}
 
 #: Where a compiled candidate's build is copied in its grading directory (the request names it from the start).
 BUILD_DIR = ".build"
+
+#: Observed runs of pristine baselines, by (task folder, hardware id, configs, sandbox): made once per process.
+_BASELINE_OBSERVATIONS: dict[tuple, Observation] = {}
+
+
+def _draw() -> float:
+    """A uniform draw in [0, 1) the candidate cannot predict (whether this grading is observed)."""
+    return secrets.randbelow(1 << 30) / (1 << 30)
+
 
 NOT_MEASURED_ON_INTERPRETER = "not measured on the CPU interpreter (Triton interpreter timings mean nothing)"
 
@@ -81,6 +95,16 @@ class GraderConfig:
     early_compare: bool = True
     """Compare the candidate's outputs with the references as the harness writes them, while it still runs (the
     verdicts are the same: every file is checked again once no candidate code runs; tests/test_fast_path.py)."""
+    observer: str = "auto"
+    """The outside observer (observer.py): the check runs once more under Nsight Compute, which lists every kernel of
+    each checked call; a kernel that is not the candidate's own fails that config, and a speedup the kernels' device
+    times do not support earns nothing. 'auto': on NVIDIA GPUs where ``ncu`` is found (the grade says when it was
+    not); 'required': a grading it cannot observe fails; 'off'."""
+    observe_fraction: float = 1.0
+    """Fraction of gradings observed, drawn at random per grading (below 1 for RL throughput: the observed run costs
+    a fresh process); each grade's ``checks`` says whether its grading was observed."""
+    observer_margin: float = 0.25
+    """How far (a fraction) a measured speedup above the noise band may exceed the profiler's ratio of device times."""
 
 
 @dataclass
@@ -112,8 +136,11 @@ class Grade:
     elapsed_s: float
     """Submit to grade, s (with a prepared worker: the candidate's part only)."""
     phases_s: dict[str, float] = field(default_factory=dict)
-    """Where `elapsed_s` went: ``harness`` (the candidate's process: import, check, timing) and ``compare``
-    (the parent's checks of its outputs against the reference)."""
+    """Where `elapsed_s` went: ``harness`` (the candidate's process: import, check, timing), ``compare``
+    (the parent's checks of its outputs against the reference) and, where it ran, ``observer`` (the observed run)."""
+    checks: dict[str, str] = field(default_factory=dict)
+    """Which provenance checks ran on this grading and how they ended: ``static_check``, ``launch_counter``,
+    ``observer`` and ``speedup_cross_check``, each ``passed``, ``failed``, or why it did not run."""
 
     @property
     def compiled(self) -> bool:
@@ -181,6 +208,7 @@ class Grader:
         self._prepared: GradingSession | None = None
         self.session: GradingSession | None = None
         """The last grading's session (for benchmarks and tests)."""
+        self._observed_dirs: dict[Path, Path] = {}
 
     # -- the warm worker (the fast path) ---------------------------------------------------------------------------
     def start_worker(self, seed: int | None = None) -> None:
@@ -223,6 +251,7 @@ class Grader:
         session.launch_notes = [n for text in sources.values() for n in unsupported_launch_options(text, self.hardware)]
         check, timed = self._run_candidate(session, problems)
         harness_done = time.monotonic()
+        checks = self._checks_planned(provenance)
         compile_stage = self.compile(problems, check, session)
         correct_stage, rows = Stage("correctness", None), [{"config": c} for c in self.configs]
         perf_stage, speedups = Stage("performance", None), None
@@ -233,13 +262,21 @@ class Grader:
             if not timed_ok:
                 correct_stage.passed = False
                 correct_stage.messages.append("the output of the timed runs was wrong (see performance)")
+        phases = {"harness": harness_done - start, "compare": time.monotonic() - harness_done}
+        if correct_stage.passed and checks["observer"] == "pending":
+            observed = time.monotonic()
+            speedups = self.observe(session, sources, rows, correct_stage, perf_stage, speedups, checks)
+            phases["observer"] = time.monotonic() - observed
+        for name, state in checks.items():
+            if state == "pending":
+                checks[name] = "not run: an earlier gate failed"
         mean = statistics.fmean(speedups) if speedups else None
         geo = math.exp(statistics.fmean(math.log(s) for s in speedups)) if speedups else None
         score = arena_score(bool(compile_stage.passed), bool(correct_stage.passed), mean)
         return Grade(task=self.task.env_id, hardware=self.hardware.id, interpreter=self.hardware.interpreter,
                      stages=[compile_stage, correct_stage, perf_stage], configs=rows, speedup=mean,
-                     speedup_geomean=geo, score=score, elapsed_s=time.monotonic() - start,
-                     phases_s={"harness": harness_done - start, "compare": time.monotonic() - harness_done})
+                     speedup_geomean=geo, score=score, elapsed_s=time.monotonic() - start, phases_s=phases,
+                     checks=checks)
 
     def compile(self, problems: list[str], check: CheckResult, session: GradingSession) -> Stage:
         """Compile gate: the files are in place, the sources build (compiled languages), the module imports, and
@@ -264,15 +301,47 @@ class Grader:
         return [str(f) for f in check_source(files, spec.entry_point, spec.reference) + check_cpp_source(cpp)]
 
     def provenance_note(self) -> str:
-        """Which provenance checks ran, for the correctness stage's messages."""
+        """Which provenance checks run in the candidate's own process, for the correctness stage's messages (the
+        outside observer's verdict follows, where it runs)."""
         checks = []
         if self.config.static_check:
             checks.append("static check of the sources (Python syntax tree; C++ tokens)")
         if getattr(self.backend, "LaunchCounter", None) is not None:
             checks.append(f"a launch counter of the candidate's own {self.backend.LANGUAGE} kernels")
-        observer = ("no outside observer of the kernels that ran (CPU interpreter)" if self.hardware.interpreter
-                    else "no outside observer of the kernels that ran yet")
-        return f"provenance: {', '.join(checks) or 'none'}; {observer}"
+        observer = self.observer_unavailable()
+        return f"provenance: {', '.join(checks) or 'none'}" + (f"; no outside observer ({observer})" if observer else "")
+
+    def observer_unavailable(self) -> str | None:
+        """Why the outside observer cannot run on this grader's hardware (None: it can)."""
+        if self.config.observer == "off":
+            return "observer='off'"
+        if self.hardware.interpreter:
+            return "not available on the CPU interpreter: no GPU, no profiler"
+        if self.hardware.vendor != "nvidia":
+            return f"not implemented for {self.hardware.vendor} GPUs (rocprofv3 would serve; never run here)"
+        if not self.config.measure:
+            return "not run when performance is not measured"
+        if not gpu_devices():
+            return "no GPU device nodes (/dev/nvidia*) on this machine"
+        if find_ncu() is None:
+            return "Nsight Compute (ncu) not found on PATH or in /usr/local/cuda/bin"
+        return None
+
+    def _checks_planned(self, provenance: list[str]) -> dict[str, str]:
+        """The grade's ``checks`` before the gates run: what will run (``pending``) and why the rest will not."""
+        counter = getattr(self.backend, "LaunchCounter", None) is not None
+        unavailable = self.observer_unavailable()
+        if unavailable is None and _draw() >= self.config.observe_fraction:
+            unavailable = f"not sampled (observe_fraction={self.config.observe_fraction:g})"
+        if unavailable and self.config.observer == "required":
+            unavailable = "pending"  # `observe` fails the grading, saying why
+        observer = unavailable or "pending"
+        return {"static_check": ("failed" if provenance else "passed") if self.config.static_check else "off",
+                "launch_counter": "ran in the candidate's process" if counter
+                else f"none for {self.backend.LANGUAGE} kernels",
+                "observer": observer,
+                "speedup_cross_check": "pending" if observer == "pending" and not self.hardware.interpreter
+                else "not run: no observer"}
 
     def check_correctness(self, session: GradingSession, check: CheckResult,
                           provenance: list[str] | None = None) -> tuple[Stage, list[dict]]:
@@ -376,6 +445,126 @@ class Grader:
             messages.append(f"{cfg}: {tflops:.1f} TFLOP/s is above the {self.hardware.name} peak "
                             f"({peak_tflops:.1f} TFLOP/s): measurement error, no speedup")
         return flagged
+
+    # -- the outside observer (observer.py) -----------------------------------------------------------------------
+    def observe(self, session: GradingSession, sources: dict[str, str], rows: list[dict], correct: Stage,
+                perf: Stage, speedups: list[float] | None, checks: dict[str, str]) -> list[float] | None:
+        """Run the candidate's check once more under the profiler and judge what it saw: a config whose calls ran a
+        kernel that is neither the candidate's own nor allowed, or whose observed output is wrong, fails
+        (`correct` and its row say why); a speedup the observed device times do not support is withheld (`perf`
+        says why). Updates `checks`; returns the speedups that stand (None where withheld)."""
+        unavailable = self.observer_unavailable()
+        if unavailable:  # observer='required'
+            checks["observer"] = checks["speedup_cross_check"] = f"failed: required, but {unavailable}"
+            correct.passed = False
+            correct.messages.append(f"outside observer required, but {unavailable}")
+            return None
+        try:
+            baseline = self.baseline_observation()
+        except ObserverError as e:  # the pristine baseline cannot be observed: the machine's fault, not the kernel's
+            checks["observer"] = checks["speedup_cross_check"] = f"unavailable: {e}"
+            correct.messages.append(f"outside observer unavailable: {e}")
+            return speedups
+        own = self.backend.own_kernel_names(sources) if hasattr(self.backend, "own_kernel_names") else set()
+        try:
+            build = session.gdir / BUILD_DIR if self.backend.BUILDS else None
+            observation = self._observed_run(session.gdir, build, session, session.seed)
+        except ObserverError as e:
+            checks["observer"] = checks["speedup_cross_check"] = f"failed: {e}"
+            correct.passed = False
+            correct.messages.append(f"outside observer: {e}")
+            return None
+        failed = []
+        for i, (row, foreign) in enumerate(zip(rows, foreign_kernels(observation, own))):
+            ok, msg, _ = session.compared(self._observed_outputs(session.gdir), i, check_seed(session.seed, i))
+            if foreign:
+                row.update(correct=False, error=f"provenance: kernels that are not the candidate's own ran: "
+                                                f"{', '.join(k[:120] for k in foreign[:5])}")
+            elif not ok:
+                row.update(correct=False, error=f"observed run: {msg}")
+            row["observed_ms"] = observation.checked_ms(i)
+            if not row["correct"]:
+                failed.append(f"{row['config']}: {row['error']}")
+        if failed:
+            checks["observer"], checks["speedup_cross_check"] = "failed", "not run: the observer failed the kernel"
+            correct.passed = False
+            correct.messages += ["outside observer (Nsight Compute): every kernel of each checked call must be the "
+                                 "candidate's own (or a fill or copy):", *failed[:10]]
+            return None
+        checks["observer"] = "passed"
+        correct.messages.append(f"outside observer (Nsight Compute): only the candidate's own kernels "
+                                f"({', '.join(sorted(own)) or 'none found'}) and allowed fills/copies ran")
+        if not speedups:
+            checks["speedup_cross_check"] = "not run: no speedup measured"
+            return speedups
+        refused = []
+        for i, row in enumerate(rows):
+            row["observed_baseline_ms"] = baseline.checked_ms(i)
+            why = cross_check(row["speedup"], row.get("noise_band"), row["observed_baseline_ms"], row["observed_ms"],
+                              self.config.observer_margin)
+            if why:
+                refused.append(f"{row['config']}: {why}")
+        if refused:
+            checks["speedup_cross_check"] = "failed"
+            perf.passed = False
+            perf.messages += ["speedup withheld: the profiler's device times do not support it", *refused]
+            return None
+        checks["speedup_cross_check"] = "passed"
+        return speedups
+
+    def baseline_observation(self) -> Observation:
+        """The pristine baseline's observed run on this grader's configs (its device times per config), made once
+        per task, hardware and configs in this process.
+
+        Raises:
+            ObserverError: the baseline's run under the profiler failed or its report is unusable.
+        """
+        key = (str(self.task.root), self.hardware.id, json.dumps(self.configs, sort_keys=True), self.config.sandbox)
+        if key not in _BASELINE_OBSERVATIONS:
+            build = self._baseline_built() if self.backend.BUILDS else None
+            _BASELINE_OBSERVATIONS[key] = self._observed_run(self.baseline_dir, build, None, 0)
+        return _BASELINE_OBSERVATIONS[key]
+
+    def _observed_outputs(self, gdir: Path) -> Path:
+        return self._observed_dirs[gdir] / (OBSERVED_PREFIX + OUTPUTS)
+
+    def _observed_run(self, directory: Path, build: Path | None, session: GradingSession | None,
+                      seed: int) -> Observation:
+        """Run the check of the code in `directory` (its build in `build`; both read-only there) under the profiler,
+        in a fresh sandbox whose only writable directory is a new one beside the grading directories, and cut the
+        profiler's report at the markers. For a candidate (`session`), its check must also succeed on every config.
+
+        Raises:
+            ObserverError: the run timed out, failed, or its report is missing or incomplete.
+        """
+        results = self.work_dir / f"observed-{uuid.uuid4().hex[:12]}"
+        results.mkdir(mode=0o700)
+        if session is not None:
+            self._observed_dirs[directory] = results
+        req = dataclasses.replace(self._request(directory, seed, timed=False), mode="check", observe=True,
+                                  results_directory=str(results),
+                                  build_directory=str(build) if self.backend.BUILDS and build else None)
+        write_new(results / REQUEST, json.dumps(req.to_json()).encode())
+        readonly = [*HARNESS_FILES, *self._readonly(), directory, *([build] if build else [])]
+        sandbox = make_sandbox(self.config.sandbox, results, readonly=readonly, gpu=True, env=self._harness_env())
+        log = results / "ncu.csv"
+        run = sandbox.run([*ncu_argv(find_ncu(), str(log)), PYTHON, str(HARNESS), str(results / REQUEST)],
+                          limits=Limits(timeout_s=self.config.timeout_s, max_output_bytes=8000))
+        if run.timed_out:
+            raise ObserverError(f"the observed run passed the {self.config.timeout_s:.0f} s limit")
+        try:
+            check = parse_check_result(load_json_untrusted(results / (OBSERVED_PREFIX + CHECK_RESULT)),
+                                       len(self.configs))
+            report = read_untrusted(log, 64 << 20).decode(errors="replace")
+        except UntrustedFileError as e:
+            raise ObserverError(f"the observed run left no result ({e}); exit code {run.returncode}:\n"
+                                f"{run.output[-1500:]}") from None
+        if run.returncode != 0:
+            raise ObserverError(f"the profiler exited with code {run.returncode}:\n{run.output[-1500:]}")
+        if not check.ok or len(check.configs) != len(self.configs) or not all(c.ok for c in check.configs):
+            errors = [c.error for c in check.configs if not c.ok] or [check.error]
+            raise ObserverError(f"the check failed in the observed run: {str(errors[0])[-1500:]}")
+        return split(parse_report(report), len(self.configs))
 
     # -- running the candidate -------------------------------------------------------------------------------------
     def _run_candidate(self, session: GradingSession, problems: list[str]) -> tuple[CheckResult, TimeResult | None]:

@@ -47,6 +47,7 @@ _elapsed = torch.cuda.Event.elapsed_time if _GPU else None
 _synchronize = torch.cuda.synchronize if _GPU else None
 _CUDAGraph = torch.cuda.CUDAGraph if _GPU else None
 _replay = torch.cuda.CUDAGraph.replay if _GPU else None
+_sleep = torch.cuda._sleep if _GPU else None
 _sum = torch.Tensor.sum
 _copy = torch.Tensor.copy_
 _fill = torch.Tensor.fill_
@@ -155,6 +156,17 @@ def check(req, fn, inputs, backend):
     for i, (cfg, args) in enumerate(zip(req.configs, inputs)):
         entry = {"config": cfg, "ok": True, "error": None}
         try:
+            if req.observe:
+                # Two markers per config whatever happens. A warm-up call first (JIT compilation and autotuning run
+                # here), on copies so an in-place output starts from the inputs the reference saw; the observer
+                # times the checked call's kernels.
+                _marker()
+                try:
+                    if not isinstance(args, str):
+                        fn(*(_clone(a) for a in args))
+                        _synchronize()
+                finally:
+                    _marker()
             if isinstance(args, str):
                 raise RuntimeError("the task's input builder failed: " + args)
             if counting:
@@ -172,8 +184,18 @@ def check(req, fn, inputs, backend):
                 return {"stage": "compile", "ok": False, "error": tb(), "configs": configs}
             entry.update(ok=False, error=tb(8))
         configs.append(entry)
+    if req.observe:
+        _marker()
     _save(outputs, req.outputs_path)
     return {"stage": "check", "ok": True, "error": None, "configs": configs}
+
+
+def _marker():
+    """Launch the observed run's marker kernel (`protocol.MARKER_KERNEL`) after everything queued before it: the
+    observer splits the list of kernels it saw at these launches."""
+    _synchronize()
+    _sleep(1)
+    _synchronize()
 
 
 def _persisting_l2_reset():
@@ -545,6 +567,8 @@ def finish(req, state):
     (see the module docstring). Modes: ``check`` (outputs on every config), ``compile`` (import and one config),
     ``grade`` (check, then timing when a baseline is given), ``time`` (timing only)."""
     t = time.monotonic()
+    if req.observe:
+        _marker()  # every kernel after this one ran with the candidate's code loaded
     try:
         sys.path.insert(0, req.directory)  # the candidate may import its own helper files
         fn = load_entry(req, state.backend, req.directory, "kernelgym_candidate", req.build_directory)

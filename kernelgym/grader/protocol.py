@@ -35,6 +35,14 @@ PREPARED_MARKER = "[harness] prepared"
 FINISHED = b"finished"
 """Written by a worker's child on its ready pipe once its results are written."""
 
+# -- the observed run (observer.py) -------------------------------------------------------------------------------
+MARKER_KERNEL = "spin_kernel"
+"""Name (a substring of it, as Nsight Compute lists it) of the kernel the harness launches between the parts of an
+observed run (``torch.cuda._sleep``, which no task computes with): the parent splits the profiler's list of kernels at
+these launches, so no in-process marker the candidate could move decides which kernel belongs to which call."""
+OBSERVED_PREFIX = "observed-"
+"""Prefix of the observed run's result files (in its own results directory)."""
+
 # -- seeds --------------------------------------------------------------------------------------------------------
 
 
@@ -109,22 +117,31 @@ class Request:
     """Per config: {"atol", "rtol"} for the timed path's check against the baseline, or None (exact)."""
     require_own_launch: bool = True
     """Fail a config where none of the candidate's own kernels ran (the backend counts them)."""
+    observe: bool = False
+    """An observed run (mode ``check`` under Nsight Compute, observer.py): a marker kernel (`MARKER_KERNEL`) before the
+    candidate's import, before each of two calls per config (a warm-up call, then the checked one) and after the last,
+    and result files named with `OBSERVED_PREFIX` in `results_directory`."""
+    results_directory: str | None = None
+    """Where the result files go (default: `directory`)."""
 
-    # Derived paths: fixed names in the grading directory, never taken from the request's JSON.
+    # Derived paths: fixed names in the results directory, never taken from the request's JSON.
+    def _out(self, name: str) -> str:
+        return os.path.join(self.results_directory or self.directory, (OBSERVED_PREFIX if self.observe else "") + name)
+
     @property
     def result(self) -> str:
-        return os.path.join(self.directory, CHECK_RESULT)
+        return self._out(CHECK_RESULT)
 
     @property
     def time_result(self) -> str:
-        return os.path.join(self.directory, TIME_RESULT)
+        return self._out(TIME_RESULT)
 
     @property
     def outputs_path(self) -> str:
-        return os.path.join(self.directory, OUTPUTS)
+        return self._out(OUTPUTS)
 
     def timed_output_path(self, index: int) -> str:
-        return os.path.join(self.directory, timed_output_name(index))
+        return self._out(timed_output_name(index))
 
     def to_json(self) -> dict[str, Any]:
         d = dataclasses.asdict(self)
@@ -149,7 +166,7 @@ class Request:
                  "baseline_directory": (str, type(None)), "build_directory": (str, type(None)),
                  "baseline_build_directory": (str, type(None)), "warmup": int,
                  "reps": int, "rounds": int, "input_sets": int, "flush_bytes": int, "tolerances": list,
-                 "require_own_launch": bool}
+                 "require_own_launch": bool, "observe": bool, "results_directory": (str, type(None))}
         for name, f in fields.items():
             if name not in obj:
                 if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
@@ -159,6 +176,8 @@ class Request:
                 raise ProtocolError(f"request: field {name!r} has type {type(obj[name]).__name__}")
         if obj["mode"] not in ("grade", "check", "compile", "time"):
             raise ProtocolError(f"request: mode {obj['mode']!r} is not grade, check, compile or time")
+        if obj.get("observe") and obj["mode"] != "check":
+            raise ProtocolError("request: an observed run is mode 'check'")
         slots = []
         for o in obj["outputs"]:
             if not (isinstance(o, dict) and isinstance(o.get("name"), str) and set(o) <= {"name", "arg"}

@@ -1,0 +1,183 @@
+"""The outside observer: which kernels ran in each checked call, and for how long, as Nsight Compute saw them.
+
+On NVIDIA GPUs the candidate's check runs once more, in a fresh sandboxed process under ``ncu`` (the observed run:
+harness mode ``check`` with ``observe``). The harness launches a marker kernel (`protocol.MARKER_KERNEL`) before it
+imports the candidate, before each of two calls per config (a warm-up call, then the checked one) and after the last;
+the profiler lists every kernel the process ran, in launch order, with its device time. Here, in the trusted parent:
+
+- `parse_report` reads ncu's CSV; `split` cuts the list at the markers (exactly ``2 * configs + 2`` of them, or the
+  run is incomplete: it died, or the candidate launched the marker itself);
+- `foreign_kernels` names every kernel after the first marker that is neither one of the candidate's own (the names
+  its backend finds in its sources, ``own_kernel_names``) nor on the short allow-list (`ALLOWED_KERNELS`: PyTorch's
+  fill and copy kernels, i.e. allocation with zeros and copies): a library or PyTorch kernel that ran there fails
+  every config whose calls it ran in (import-time ones fail every config);
+- `cross_check` compares a measured speedup with the ratio of the observed device times of the baseline's and the
+  candidate's checked calls: a speedup above the noise band and more than `margin` above the observed ratio earns
+  nothing.
+
+What the observer cannot see: work done on the host (values computed in Python and copied in are a copy, which
+is allowed), and work in another process. The profiler's frontend runs inside the sandbox (it cannot reach a process
+in bubblewrap's namespaces from outside; seen on the H200, benchmarks/results/README.md), so candidate code that
+gets past the static check could signal it or rewrite its log; an incomplete or unreadable report fails the grading.
+
+Source of the metric and flags: Nsight Compute CLI documentation (``gpu__time_duration.sum``, ``--csv``,
+``--cache-control all``, ``--clock-control none``, ``--target-processes all``, ``--log-file``).
+"""
+from __future__ import annotations
+
+import csv
+import os
+import re
+import shutil
+from dataclasses import dataclass, field
+
+from kernelgym.grader.protocol import MARKER_KERNEL
+
+METRIC = "gpu__time_duration.sum"
+ALLOWED_KERNELS = ("FillFunctor", "direct_copy_kernel_cuda")
+"""Substrings of PyTorch kernels any candidate may run: fills (``torch.zeros``, ``fill_``) and copies (``copy_``,
+``.contiguous()``). Everything else must be the candidate's own."""
+LIBRARY_NAME = re.compile(r"^(sm\d+_|cutlass|nvjet|ampere_|volta_|turing_|hopper_|blackwell_|cublas|cudnn|xmma)",
+                          re.IGNORECASE)
+"""Names vendor libraries give their kernels: a candidate kernel named so is not counted as its own."""
+_UNITS_NS = {"nsecond": 1.0, "ns": 1.0, "usecond": 1e3, "us": 1e3, "msecond": 1e6, "ms": 1e6, "second": 1e9, "s": 1e9}
+
+
+class ObserverError(RuntimeError):
+    """The profiler's report is missing, unreadable, or incomplete; the message says which."""
+
+
+@dataclass(frozen=True)
+class Kernel:
+    """One kernel launch as the profiler listed it: its (demangled) name and device time in ns."""
+
+    name: str
+    duration_ns: float
+
+
+@dataclass
+class Observation:
+    """An observed run cut at its markers: kernels at import, per config those of the warm-up and the checked call,
+    and those after the last marker."""
+
+    at_import: list[Kernel]
+    warmup: list[list[Kernel]]
+    checked: list[list[Kernel]]
+    after: list[Kernel] = field(default_factory=list)
+
+    def checked_ms(self, index: int) -> float:
+        """Device time of config `index`'s checked call, ms (sum over its kernels, as the profiler ran them: one at a
+        time, caches flushed before each)."""
+        return sum(k.duration_ns for k in self.checked[index]) / 1e6
+
+
+def find_ncu() -> str | None:
+    """The ``ncu`` executable: on PATH, or in the CUDA toolkit's usual place; None where there is none."""
+    found = shutil.which("ncu")
+    if found:
+        return found
+    for path in ("/usr/local/cuda/bin/ncu", "/opt/nvidia/nsight-compute/ncu"):
+        if os.access(path, os.X_OK):
+            return path
+    return None
+
+
+def ncu_argv(ncu: str, log_file: str) -> list[str]:
+    """The profiler's command line (the profiled command follows it): one metric per kernel, device time, with
+    caches flushed before each kernel and clocks left as they are (as the grader's own timing runs), every process
+    followed, the CSV report written to `log_file`."""
+    return [ncu, "--csv", "--print-units", "base", "--metrics", METRIC, "--cache-control", "all",
+            "--clock-control", "none", "--target-processes", "all", "--log-file", log_file]
+
+
+def parse_report(text: str) -> list[Kernel]:
+    """The kernels in ncu's CSV report `text`, in launch order (the report's ID column).
+
+    Raises:
+        ObserverError: no CSV header, or a row whose duration is not a number.
+    """
+    lines = [line for line in text.splitlines() if line.startswith('"')]
+    if not lines or not lines[0].startswith('"ID"'):
+        raise ObserverError("the profiler wrote no report (no CSV header)")
+    rows = list(csv.DictReader(lines))
+    kernels = []
+    for row in rows:
+        if row.get("Metric Name") != METRIC:
+            continue
+        try:
+            unit = _UNITS_NS[(row.get("Metric Unit") or "nsecond").strip()]
+            value = float((row.get("Metric Value") or "").replace(",", ""))
+            order = int(row.get("ID") or 0)
+        except (KeyError, ValueError):
+            raise ObserverError(f"unreadable report row: {row}") from None
+        kernels.append((order, Kernel(row.get("Kernel Name") or "?", value * unit)))
+    return [k for _, k in sorted(kernels, key=lambda pair: pair[0])]
+
+
+def split(kernels: list[Kernel], n_configs: int) -> Observation:
+    """Cut the observed run's kernels at the marker kernels: before the first, the harness's own preparation (inputs;
+    not the candidate's); then the import, and per config a warm-up and a checked call; then the rest.
+
+    Raises:
+        ObserverError: not exactly ``2 * n_configs + 2`` markers (the run did not finish, or markers were forged).
+    """
+    marks = [i for i, k in enumerate(kernels) if MARKER_KERNEL in k.name]
+    if len(marks) != 2 * n_configs + 2:
+        raise ObserverError(f"the observed run launched {len(marks)} marker kernels where {2 * n_configs + 2} were "
+                            f"expected: it did not finish, or the candidate launched the marker kernel itself")
+    parts = [kernels[a + 1:b] for a, b in zip(marks, marks[1:])]
+    return Observation(at_import=parts[0], warmup=parts[1::2], checked=parts[2::2], after=kernels[marks[-1] + 1:])
+
+
+def base_name(name: str) -> tuple[str, str]:
+    """(namespace, name) of a demangled kernel name: ``void ns::k<float>(float *, int)`` -> (``ns``, ``k``)."""
+    name = name.replace("<unnamed>", "unnamed").replace("(anonymous namespace)", "anonymous")
+    name = name.removeprefix("void ").strip()
+    head = re.split(r"[<(]", name, maxsplit=1)[0].strip()
+    namespace, _, base = head.rpartition("::")
+    return namespace, base
+
+
+def is_own(name: str, own: set[str]) -> bool:
+    """Whether the kernel `name` is one of the candidate's `own` kernel names: declared at file scope (no namespace),
+    named in its sources, and not named like a vendor library's kernel."""
+    namespace, base = base_name(name)
+    return not namespace and base in own and not LIBRARY_NAME.match(base)
+
+
+def is_allowed(name: str) -> bool:
+    """Whether `name` is on the allow-list (`ALLOWED_KERNELS`: PyTorch's fill and copy kernels)."""
+    return base_name(name)[0].split("::")[0] in ("native", "at") and any(a in name for a in ALLOWED_KERNELS)
+
+
+def foreign_kernels(observation: Observation, own: set[str]) -> list[list[str]]:
+    """Per config, the names of kernels that ran with the candidate loaded and are neither its own nor allowed: those
+    of its warm-up and checked calls, plus those at import and after the last call (which count against every
+    config). Empty lists: only the candidate's kernels ran."""
+    def foreign(kernels: list[Kernel]) -> list[str]:
+        return [k.name for k in kernels if MARKER_KERNEL not in k.name and not is_own(k.name, own) and not is_allowed(k.name)]
+    everywhere = foreign(observation.at_import) + foreign(observation.after)
+    return [list(dict.fromkeys(everywhere + foreign(w) + foreign(c)))
+            for w, c in zip(observation.warmup, observation.checked)]
+
+
+def cross_check(speedup: float, noise_band: list[float] | None, baseline_ms: float, candidate_ms: float,
+                margin: float) -> str | None:
+    """None where the measured `speedup` agrees with the profiler; else why it does not.
+
+    A speedup within the run's own noise of 1 (half the width of its per-round ratios' band `noise_band`, at least 2%)
+    is not checked: nothing is gained there. Above it, the speedup may exceed the observed ratio
+    ``baseline_ms / candidate_ms`` (device times of the checked calls, ms) by at most the fraction `margin` (the two
+    measurements differ: the profiler runs one kernel at a time, so multi-stream work is serialized).
+    """
+    half_width = (max(noise_band) - min(noise_band)) / 2 if noise_band else 0.0
+    if speedup <= 1.0 + max(0.02, half_width):
+        return None
+    if candidate_ms <= 0:
+        return (f"speedup {speedup:.3f}x measured, but the profiler saw no device time in the candidate's checked "
+                f"call")
+    observed = baseline_ms / candidate_ms
+    if speedup > observed * (1 + margin):
+        return (f"speedup {speedup:.3f}x measured, but the profiler saw the baseline's kernels take {baseline_ms:.4f} ms "
+                f"and the candidate's {candidate_ms:.4f} ms ({observed:.3f}x): more than {margin:.0%} apart")
+    return None
