@@ -60,6 +60,26 @@ if _harness is not None and hasattr(_harness, "time_pair"):
 '''
 
 
+def wait_prepared(grader, timeout_s=300):
+    """Wait as an agent's episode would: until the worker, the observed run started ahead and the baseline's
+    observation are prepared, and the references computed."""
+    from kernelgym.grader import grader as grader_module
+    from kernelgym.grader.protocol import PREPARED_MARKER
+    log, deadline = grader._prepared.gdir / "harness.log", time.monotonic() + timeout_s
+    while PREPARED_MARKER not in (log.read_text() if log.exists() else ""):
+        if time.monotonic() > deadline or not grader.worker.alive():
+            raise RuntimeError(f"the worker did not prepare: {log.read_text() if log.exists() else ''}")
+        time.sleep(0.05)
+    ahead = grader._observing
+    while ahead is not None and PREPARED_MARKER not in "".join(ahead.output):
+        if time.monotonic() > deadline or ahead.proc.poll() is not None:
+            raise RuntimeError(f"the observed run did not prepare: {''.join(ahead.output)[-2000:]}")
+        time.sleep(0.05)
+    for thread in list(grader_module._BASELINE_THREADS.values()):
+        thread.join()
+    grader._prepared.references.wait()
+
+
 def grade(task_name, files, config, hw, reports=None, label=""):
     """Grade `files` ({name: text}) as the env does (warm worker, prepared); the grade's summary as a dict."""
     task = get_task(task_name)
@@ -70,6 +90,7 @@ def grade(task_name, files, config, hw, reports=None, label=""):
         (ws / rel).write_text(text)
     grader = Grader(task, hw, Path(tempfile.mkdtemp(prefix="kg-obs-")), config)
     grader.start_worker(seed=5)
+    wait_prepared(grader)
     t0 = time.monotonic()
     g = grader.grade(ws, seed=5)
     wall = time.monotonic() - t0
@@ -79,7 +100,9 @@ def grade(task_name, files, config, hw, reports=None, label=""):
             shutil.copy(log, Path(reports) / f"{label}-{i}.csv")
     rows = [{k: c.get(k) for k in ("config", "correct", "error", "speedup", "noise_band", "observed_ms",
                                    "observed_baseline_ms")} for c in g.configs]
-    return {"score": g.score, "correct": g.correct, "speedup": g.speedup, "wall_s": wall, "phases_s": g.phases_s,
+    log = getattr(grader.session, "observer_log", "")
+    phases = [line for line in log.splitlines() if line.startswith("[harness]")]
+    return {"observer_harness_phases": phases, "score": g.score, "correct": g.correct, "speedup": g.speedup, "wall_s": wall, "phases_s": g.phases_s,
             "checks": g.checks, "stages": [(s.name, s.passed, s.messages) for s in g.stages], "rows": rows}
 
 
@@ -87,6 +110,7 @@ def show(name, r):
     print(f"== {name}: score {r['score']:.1f} correct {r['correct']} speedup {r['speedup']} wall {r['wall_s']:.2f} s "
           f"phases {r['phases_s']}", flush=True)
     print(f"   checks {r['checks']}", flush=True)
+    print(f"   observed run: {r.get('observer_harness_phases')}", flush=True)
     for stage in r["stages"]:
         print(f"   {stage[0]} {stage[1]}: {'; '.join(map(str, stage[2]))[:900]}", flush=True)
     for row in r["rows"]:

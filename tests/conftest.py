@@ -277,3 +277,54 @@ def fake_cuda(monkeypatch):
     monkeypatch.setattr(harness, "_synchronize", lambda: None)
     monkeypatch.setattr(harness, "_elapsed", lambda s, e: 1.0)
     return captured_on
+
+
+# -- the outside observer, faked -------------------------------------------------------------------------------------
+MARK = "at::<unnamed>::spin_kernel(long)"
+
+
+@pytest.fixture
+def observation():
+    """observation(checked, warmup=None, at_import=(), after=()) -> an `observer.Observation` cut from a kernel list as
+    the harness launches them: per config, a marker, its warm-up kernels, a marker, its checked kernels; markers
+    before the import and after the last call. Kernels are (name, ns) pairs; `warmup` defaults to `checked`."""
+    from kernelgym.grader.observer import Kernel, split
+
+    def make(checked, warmup=None, at_import=(), after=()):
+        ks = [Kernel("void at::native::distribution_elementwise_grid_stride_kernel<float>(int)", 900.0), Kernel(MARK, 1e3)]
+        ks += [Kernel(*k) for k in at_import]
+        for i, calls in enumerate(checked):
+            ks += [Kernel(MARK, 1e3), *(Kernel(*k) for k in (warmup[i] if warmup else calls)), Kernel(MARK, 1e3),
+                   *(Kernel(*k) for k in calls)]
+        ks += [Kernel(MARK, 1e3), *(Kernel(*k) for k in after)]
+        return split(ks, len(checked))
+    return make
+
+
+@pytest.fixture
+def observed_grader(fake_grader, monkeypatch):
+    """observed_grader(times, candidate, baseline, **fake_grader_kwargs) -> a `fake_grader` on which the outside
+    observer 'ran': `candidate` (the candidate's observed run) and `baseline` (the baseline's) are Observations, or
+    exceptions to raise (an `observer.ObserverError`). The observed outputs are the checked ones. The grader's
+    verdicts on what the observer saw are real."""
+    from kernelgym.grader.protocol import OUTPUTS
+
+    def make(times, candidate, baseline, **kwargs):
+        g = fake_grader(times, **kwargs)
+        monkeypatch.setattr(g, "observer_unavailable", lambda: None)
+
+        def observed_run(session, sources):
+            g.observed_sources = dict(sources)
+            if isinstance(candidate, Exception):
+                raise candidate
+            g._observed_outputs = session.gdir / OUTPUTS
+            return candidate
+
+        def baseline_observation():
+            if isinstance(baseline, Exception):
+                raise baseline
+            return baseline
+        monkeypatch.setattr(g, "_observed_run", observed_run)
+        monkeypatch.setattr(g, "baseline_observation", baseline_observation)
+        return g
+    return make

@@ -20,6 +20,9 @@ What every backend module defines (see triton.py for a commented example):
 - ``LaunchCounter(directory)``: counts launches of the candidate's own kernels (``.installed``, ``.count``,
   ``.reset()``, ``.what`` naming them in messages); absent where the backend cannot count them.
 - ``is_compile_error(exc) -> bool``: whether an exception raised while running is a compile failure.
+- ``own_kernel_names(sources) -> set[str]``: the names the candidate's kernels have in its sources ({path: text}), by
+  which the outside observer (kernelgym/grader/observer.py) tells its own kernels from library ones.
+- ``PRELOAD`` (tuple of module names), optional: imported by an observed run started ahead, before it waits.
 """
 from __future__ import annotations
 

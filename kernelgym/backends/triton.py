@@ -10,6 +10,8 @@ VENDORS = frozenset({"nvidia", "amd", "cpu"})
 """Triton compiles for NVIDIA and AMD GPUs, and runs on the CPU interpreter."""
 INTERPRETER_ENV = {"TRITON_INTERPRET": "1"}
 SOURCE_SUFFIXES = (".py",)
+PRELOAD = ("triton", "triton.language")
+"""Modules a harness started ahead of its grading imports before it waits (no candidate code in them)."""
 BUILDS = False
 """Triton's JIT compiles each kernel at its first launch (inside the check): no build step."""
 PROMPT = ("Language: Triton (`@triton.jit` kernels launched from Python). The first call compiles each kernel; a "

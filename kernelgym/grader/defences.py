@@ -252,8 +252,8 @@ DEFENCES: tuple[Defence, ...] = (
             "the parent reads the syntax tree of the editable Python before any candidate code runs, from the entry "
             "point along what it reaches by name (kernels excluded), and refuses torch compute through any alias, "
             "computing tensor methods, code built at run time and any import or read of the reference: a syntax tree, "
-            "not regular expressions, so an alias does not slip through. A first line: nothing yet observes from "
-            "outside which kernels ran (README, known limits); C++ and CUDA sources are read as tokens "
+            "not regular expressions, so an alias does not slip through. A first line: on NVIDIA GPUs the outside "
+            "observer lists the kernels that ran (outside_observer_kernels); C++ and CUDA sources are read as tokens "
             "(kernelgym.grader.provenance:check_cpp_source)",
             "kernelgym.grader.provenance:check_source", _a("pytorch_fallback_no_launch"), "ci"),
     Defence("no_process_tricks_in_source", "a helper process or thread started by the candidate that rewrites the "
@@ -261,7 +261,7 @@ DEFENCES: tuple[Defence, ...] = (
             "for the expected tensors",
             "a kernel wrapper has no use for fork, subprocess, threading, ctypes, gc or inspect: refusing them on the "
             "entry point's path costs honest kernels nothing and closes the plain forms before any candidate code "
-            "runs; obfuscated forms need results through a channel the candidate cannot write (not yet built)",
+            "runs; obfuscated forms are left to the outside observer (its kernel list and the speedup cross-check)",
             "kernelgym.grader.provenance:PROCESS_MODULES", _a("forked_helper_rewrites_outputs"), "ci"),
     Defence("stop_others_before_results", "a process forked by the candidate that rewrites a result file after the "
             "harness wrote it, before the sandbox is torn down",
@@ -290,6 +290,39 @@ DEFENCES: tuple[Defence, ...] = (
             "no mode may be active when an output is taken: a mode sees every torch call the harness makes",
             "kernelgym.grader.harness:_plain", _a("torch_mode_left_active"), "ci"),
 
+    # -- the outside observer (NVIDIA GPUs: Nsight Compute; observer.py) ----------------------------------------------
+    Defence("outside_observer_kernels", "PyTorch or a library computing the outputs while a token kernel of the "
+            "candidate's runs beside it, in any form the static check cannot see",
+            "the check runs once more under Nsight Compute, which lists every kernel the process ran; marker kernels "
+            "launched by the harness cut the list per call, so each checked call's kernels are known without trusting "
+            "anything the candidate's process says. Every kernel there and in its warm-up must be named in the "
+            "candidate's sources (backend.own_kernel_names) or be PyTorch's fill or copy. Counting launches in-process "
+            "(a counter the candidate can bump) or reading source (which cannot see every form) does not suffice",
+            "kernelgym.grader.observer:foreign_kernels", _a("library_kernels_beside_token_kernel"), "ci"),
+    Defence("speedup_cross_check", "a forged speedup: the candidate's process rewriting its timing, or slowing the "
+            "baseline's runs, which are timed in that process",
+            "the interleaved timing stays in the candidate's process (it is what keeps self-speedup noise at 0.4%), but "
+            "a speedup beyond the noise of 1 must agree within 25% with the ratio of the device times the profiler saw "
+            "for the baseline's and the candidate's checked calls, which no code in the candidate's process produced",
+            "kernelgym.grader.observer:cross_check", _a("forged_speedup"), "ci"),
+    Defence("observer_report_complete", "tampering with the observed run: launching the marker kernel, killing the "
+            "profiler before it lists a kernel, leaving no report",
+            "the report must hold exactly 2 x configs + 2 markers, the observed check must succeed and the profiler "
+            "exit 0, else the grading fails: the pristine baseline was observed on the same machine, so only the "
+            "candidate can have made the difference (the profiler's frontend shares the candidate's sandbox: it "
+            "cannot reach a process in bubblewrap's namespaces from outside)",
+            "kernelgym.grader.observer:split", _a("forged_or_unfinished_observer_report"), "ci"),
+    Defence("library_names_not_own", "naming a kernel of one's own like the library kernel one really calls, so the "
+            "library's kernel passes as the candidate's",
+            "own means defined in the sources, at file scope, and not named as vendor libraries name theirs "
+            "(sm90_xmma..., nvjet..., cutlass...): a name is all the profiler gives",
+            "kernelgym.grader.observer:is_own", _a("library_named_kernel"), "ci"),
+    Defence("observed_run_reads_sources_first", "rewriting the kernel file in the grading directory during the "
+            "check, so the observed run imports an honest kernel",
+            "the observed run imports the editable files as read before any candidate code ran, from a directory of "
+            "its own that no candidate sandbox binds writable",
+            "kernelgym.grader.grader:Grader._observed_run", _a("rewrite_sources_before_observed_run"), "ci"),
+
     # -- comparing with the reference ----------------------------------------------------------------------------------
     Defence("non_finite_never_pass", "NaN or Inf outputs passing a comparison (NaN compares False both ways)",
             "the elementwise test err <= bound is False for NaN, and NaN/Inf where the reference is finite is "
@@ -314,7 +347,7 @@ DEFENCES: tuple[Defence, ...] = (
             "only dense real strided CPU tensors are compared; any error while comparing is a failed comparison",
             "kernelgym.grader.compare:compare_output", _a("exotic_output_tensor"), "ci"),
 
-    # -- timing (in the candidate's process: README, known limits) -----------------------------------------------------
+    # -- timing (in the candidate's process; cross-checked by the outside observer on NVIDIA) -------------------------
     Defence("timer_bound_before_import", "patching torch.cuda.Event.record, synchronize, CUDAGraph.replay or "
             "Tensor.copy_/fill_ in the candidate's process to fake the timing or its checks",
             "the harness binds the functions its timing loop calls when it starts, before any candidate code runs, "

@@ -3,6 +3,7 @@ the task's other public files. Only the editable files cross the trust boundary;
 from __future__ import annotations
 
 import os
+import stat
 from pathlib import Path
 
 from kernelgym.grader.untrusted import UntrustedFileError, read_untrusted
@@ -65,3 +66,30 @@ def write_new(path: Path, data: bytes) -> None:
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
     with os.fdopen(fd, "wb") as f:
         f.write(data)
+
+
+def copy_regular_files(src: Path, dest: Path, max_bytes: int) -> int:
+    """Copy the regular files under `src` (a tree a candidate could write) into `dest`, keeping their relative paths;
+    links, devices and FIFOs are skipped and nothing is followed out of `src`; stops once `max_bytes` are copied.
+    Returns the bytes copied (0 where `src` is not a directory)."""
+    copied = 0
+    if not src.is_dir() or src.is_symlink():
+        return 0
+    for root, dirs, files in os.walk(src, followlinks=False):
+        for name in files:
+            path = Path(root) / name
+            try:
+                st = os.lstat(path)
+            except OSError:
+                continue
+            if not stat.S_ISREG(st.st_mode) or copied + st.st_size > max_bytes:
+                continue
+            try:
+                fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+                with os.fdopen(fd, "rb") as f:
+                    data = f.read(st.st_size + 1)[:st.st_size]
+                write_new(dest / path.relative_to(src), data)
+            except OSError:
+                continue
+            copied += len(data)
+    return copied

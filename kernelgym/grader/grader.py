@@ -15,12 +15,14 @@ fresh process, comparisons at the end) gives the same verdicts (tests/test_fast_
 """
 from __future__ import annotations
 
+import collections
 import dataclasses
 import json
 import math
 import os
 import secrets
 import statistics
+import subprocess
 import threading
 import time
 import uuid
@@ -31,7 +33,8 @@ from typing import Any
 from kernelgym.backends import get_backend
 from kernelgym.errors import TaskSpecError
 from kernelgym.grader import build as builds
-from kernelgym.grader.files import MAX_EDITABLE_BYTES, copy_candidate, copy_editable, copy_public, write_new
+from kernelgym.grader.files import (MAX_EDITABLE_BYTES, copy_candidate, copy_editable, copy_public, copy_regular_files,
+                                    write_new)
 from kernelgym.grader.provenance import check_cpp_source, check_source
 from kernelgym.grader.observer import (Observation, ObserverError, cross_check, find_ncu, foreign_kernels, ncu_argv,
                                        parse_report, split)
@@ -46,7 +49,8 @@ from kernelgym.grader.worker import HARNESS, HARNESS_FILES, GraderWorker
 from kernelgym.hardware import HardwareProfile
 from kernelgym.launch_options import unsupported_launch_options
 from kernelgym.roofline import achieved, evaluate
-from kernelgym.sandbox import PYTHON, Limits, gpu_devices, make_sandbox
+from kernelgym.sandbox import (PYTHON, BubblewrapSandbox, Limits, UnsandboxedRunner, gpu_devices, kill_group,
+                               make_sandbox)
 from kernelgym.task import Task
 
 #: Config dtype names (torch's) to the keys of a hardware profile's `peak_tflops`.
@@ -55,8 +59,26 @@ PEAK_KEY = {"float32": "fp32", "float16": "fp16", "bfloat16": "bf16"}
 #: Where a compiled candidate's build is copied in its grading directory (the request names it from the start).
 BUILD_DIR = ".build"
 
+#: Triton's kernel cache in a harness's writable directory (`Grader._harness_env`), and the most of it the observed
+#: run gets from the checked run.
+TRITON_CACHE = ".triton-cache"
+MAX_CACHE_BYTES = 256 << 20
+
 #: Observed runs of pristine baselines, by (task folder, hardware id, configs, sandbox): made once per process.
 _BASELINE_OBSERVATIONS: dict[tuple, Observation] = {}
+_BASELINE_THREADS: dict[tuple, threading.Thread] = {}
+_BASELINE_LOCK = threading.Lock()
+
+
+@dataclass
+class _ObservedRun:
+    """An observed run started ahead of its grading (`Grader._start_observed_run`), waiting for ``go``."""
+
+    proc: subprocess.Popen
+    gdir: Path
+    source: Path
+    results: Path
+    output: collections.deque
 
 
 def _draw() -> float:
@@ -208,7 +230,9 @@ class Grader:
         self._prepared: GradingSession | None = None
         self.session: GradingSession | None = None
         """The last grading's session (for benchmarks and tests)."""
-        self._observed_dirs: dict[Path, Path] = {}
+        self._observing: _ObservedRun | None = None
+        self._observed_outputs: Path | None = None
+        self._observe_drawn: dict[Path, bool] = {}
 
     # -- the warm worker (the fast path) ---------------------------------------------------------------------------
     def start_worker(self, seed: int | None = None) -> None:
@@ -223,17 +247,30 @@ class Grader:
         self._prepared = None
         session = self._new_session(seed) if seed is not None else None
         self.worker = GraderWorker(session.gdir if session else self.work_dir, self._readonly(), self.config.sandbox,
-                                   gpu=not self.hardware.interpreter, env=self._harness_env(),
+                                   gpu=not self.hardware.interpreter,
+                                   env=self._harness_env(session.gdir if session else None),
                                    one_run=not self.keep_worker)
         if session is not None:
             self.worker.prepare(session.gdir / REQUEST)
             self._prepared = session
+            if self.observer_unavailable() is None:
+                self._start_baseline_observation()
+                observed = self._observe_drawn[session.gdir] = _draw() < self.config.observe_fraction
+                if observed:
+                    self._observing = self._start_observed_run(session.gdir, session.seed)
 
     def stop_worker(self) -> None:
-        """Kill the warm worker, if any (and with it any grading it is running)."""
+        """Kill the warm worker, if any (and with it any grading it is running), and any observed run started ahead."""
         if self.worker is not None:
             self.worker.stop()
             self.worker = None
+        self.stop_observer()
+
+    def stop_observer(self) -> None:
+        """Kill the observed run started ahead for the next grading, if any."""
+        if self._observing is not None:
+            kill_group(self._observing.proc)
+            self._observing = None
 
     # -- the gates -------------------------------------------------------------------------------------------------
     def grade(self, workspace: Path, seed: int) -> Grade:
@@ -267,6 +304,7 @@ class Grader:
             observed = time.monotonic()
             speedups = self.observe(session, sources, rows, correct_stage, perf_stage, speedups, checks)
             phases["observer"] = time.monotonic() - observed
+        self.stop_observer()  # an observed run started ahead and not needed (an earlier gate failed)
         for name, state in checks.items():
             if state == "pending":
                 checks[name] = "not run: an earlier gate failed"
@@ -331,7 +369,8 @@ class Grader:
         """The grade's ``checks`` before the gates run: what will run (``pending``) and why the rest will not."""
         counter = getattr(self.backend, "LaunchCounter", None) is not None
         unavailable = self.observer_unavailable()
-        if unavailable is None and _draw() >= self.config.observe_fraction:
+        drawn = self._observe_drawn.get(self.session.gdir)  # drawn when the grading was prepared, else now
+        if unavailable is None and not (drawn if drawn is not None else _draw() < self.config.observe_fraction):
             unavailable = f"not sampled (observe_fraction={self.config.observe_fraction:g})"
         if unavailable and self.config.observer == "required":
             unavailable = "pending"  # `observe` fails the grading, saying why
@@ -467,8 +506,7 @@ class Grader:
             return speedups
         own = self.backend.own_kernel_names(sources) if hasattr(self.backend, "own_kernel_names") else set()
         try:
-            build = session.gdir / BUILD_DIR if self.backend.BUILDS else None
-            observation = self._observed_run(session.gdir, build, session, session.seed)
+            observation = self._observed_run(session, sources)
         except ObserverError as e:
             checks["observer"] = checks["speedup_cross_check"] = f"failed: {e}"
             correct.passed = False
@@ -476,7 +514,7 @@ class Grader:
             return None
         failed = []
         for i, (row, foreign) in enumerate(zip(rows, foreign_kernels(observation, own))):
-            ok, msg, _ = session.compared(self._observed_outputs(session.gdir), i, check_seed(session.seed, i))
+            ok, msg, _ = session.compared(self._observed_outputs, i, check_seed(session.seed, i))
             if foreign:
                 row.update(correct=False, error=f"provenance: kernels that are not the candidate's own ran: "
                                                 f"{', '.join(k[:120] for k in foreign[:5])}")
@@ -514,53 +552,151 @@ class Grader:
 
     def baseline_observation(self) -> Observation:
         """The pristine baseline's observed run on this grader's configs (its device times per config), made once
-        per task, hardware and configs in this process.
+        per task, hardware and configs in this process (started in the background by `start_worker`).
 
         Raises:
             ObserverError: the baseline's run under the profiler failed or its report is unusable.
         """
-        key = (str(self.task.root), self.hardware.id, json.dumps(self.configs, sort_keys=True), self.config.sandbox)
-        if key not in _BASELINE_OBSERVATIONS:
-            build = self._baseline_built() if self.backend.BUILDS else None
-            _BASELINE_OBSERVATIONS[key] = self._observed_run(self.baseline_dir, build, None, 0)
-        return _BASELINE_OBSERVATIONS[key]
+        key = self._baseline_key()
+        with _BASELINE_LOCK:
+            thread = _BASELINE_THREADS.get(key)
+        if thread is not None:
+            thread.join()
+        with _BASELINE_LOCK:
+            found = _BASELINE_OBSERVATIONS.get(key)
+        if isinstance(found, Observation):
+            return found
+        observation = self._run_baseline_observation()
+        with _BASELINE_LOCK:
+            _BASELINE_OBSERVATIONS[key] = observation
+        return observation
 
-    def _observed_outputs(self, gdir: Path) -> Path:
-        return self._observed_dirs[gdir] / (OBSERVED_PREFIX + OUTPUTS)
+    def _baseline_key(self) -> tuple:
+        return str(self.task.root), self.hardware.id, json.dumps(self.configs, sort_keys=True), self.config.sandbox
 
-    def _observed_run(self, directory: Path, build: Path | None, session: GradingSession | None,
-                      seed: int) -> Observation:
-        """Run the check of the code in `directory` (its build in `build`; both read-only there) under the profiler,
-        in a fresh sandbox whose only writable directory is a new one beside the grading directories, and cut the
-        profiler's report at the markers. For a candidate (`session`), its check must also succeed on every config.
+    def _start_baseline_observation(self) -> None:
+        """Observe the baseline in a background thread, unless it is observed already (or being observed)."""
+        key = self._baseline_key()
+
+        def observe():
+            try:
+                observation = self._run_baseline_observation()
+            except ObserverError:
+                return  # `baseline_observation` tries again, and reports the error
+            with _BASELINE_LOCK:
+                _BASELINE_OBSERVATIONS[key] = observation
+        with _BASELINE_LOCK:
+            if key in _BASELINE_OBSERVATIONS or key in _BASELINE_THREADS:
+                return
+            thread = _BASELINE_THREADS[key] = threading.Thread(target=observe, daemon=True)
+        thread.start()
+
+    def _run_baseline_observation(self) -> Observation:
+        build = self._baseline_built() if self.backend.BUILDS else None
+        results = self._observer_dir()
+        sandbox, argv = self._observer_command(self.baseline_dir, build, 0, results)
+        run = sandbox.run(argv, limits=Limits(timeout_s=self.config.timeout_s, max_output_bytes=8000))
+        return self._read_observation(results, run.timed_out, run.returncode, run.output)
+
+    def _observer_dir(self) -> Path:
+        results = self.work_dir / f"observed-{uuid.uuid4().hex[:12]}"
+        results.mkdir(mode=0o700)
+        return results
+
+    def _observer_command(self, directory: Path, build: Path | None, seed: int,
+                          results: Path) -> tuple[BubblewrapSandbox | UnsandboxedRunner, list[str]]:
+        """The sandbox and command line of an observed run of the code in `directory` (its build in `build`; both
+        bound read-only) whose only writable directory is `results`: the harness's check under the profiler."""
+        req = dataclasses.replace(self._request(directory, seed, timed=False), mode="check", observe=True,
+                                  results_directory=str(results), build_directory=str(build) if build else None)
+        write_new(results / REQUEST, json.dumps(req.to_json()).encode())
+        readonly = [*HARNESS_FILES, *self._readonly(), directory,
+                    *([build] if build and not build.is_relative_to(directory) else [])]
+        sandbox = make_sandbox(self.config.sandbox, results, readonly=readonly, gpu=True,
+                               env=self._harness_env(results))
+        argv = [*ncu_argv(find_ncu(), str(results / "ncu.csv")), PYTHON, str(HARNESS), str(results / REQUEST)]
+        return sandbox, argv
+
+    def _start_observed_run(self, gdir: Path, seed: int) -> "_ObservedRun":
+        """Start the candidate's observed run ahead, while the agent works: the profiler and the harness start, CUDA
+        and the inputs are prepared, then it waits for ``go`` (sent by `_observed_run` once the candidate's sources
+        are copied into its own read-only directory, beside the task's pristine public files)."""
+        source = self.work_dir / f"observed-src-{uuid.uuid4().hex[:12]}"
+        source.mkdir(mode=0o700)
+        copy_public(self.task, source)
+        results = self._observer_dir()
+        sandbox, argv = self._observer_command(source, source / BUILD_DIR if self.backend.BUILDS else None, seed,
+                                               results)
+        proc = sandbox.popen([*argv, "--wait-go"], limits=Limits(timeout_s=self.config.timeout_s))
+        output: collections.deque[str] = collections.deque(maxlen=400)
+        threading.Thread(target=lambda: output.extend(proc.stdout), daemon=True).start()
+        return _ObservedRun(proc, gdir, source, results, output)
+
+    def _observed_run(self, session: GradingSession, sources: dict[str, str]) -> Observation:
+        """The candidate's observed run: the run started ahead for this grading (`start_worker`) where there is one
+        still waiting, else a fresh one. Either way it imports `sources`, the editable files as read before any
+        candidate code ran (a file the candidate rewrote while checked is not what it observes), and for a compiled
+        language the trusted build step's output.
 
         Raises:
             ObserverError: the run timed out, failed, or its report is missing or incomplete.
         """
-        results = self.work_dir / f"observed-{uuid.uuid4().hex[:12]}"
-        results.mkdir(mode=0o700)
-        if session is not None:
-            self._observed_dirs[directory] = results
-        req = dataclasses.replace(self._request(directory, seed, timed=False), mode="check", observe=True,
-                                  results_directory=str(results),
-                                  build_directory=str(build) if self.backend.BUILDS and build else None)
-        write_new(results / REQUEST, json.dumps(req.to_json()).encode())
-        readonly = [*HARNESS_FILES, *self._readonly(), directory, *([build] if build else [])]
-        sandbox = make_sandbox(self.config.sandbox, results, readonly=readonly, gpu=True, env=self._harness_env())
-        log = results / "ncu.csv"
-        run = sandbox.run([*ncu_argv(find_ncu(), str(log)), PYTHON, str(HARNESS), str(results / REQUEST)],
-                          limits=Limits(timeout_s=self.config.timeout_s, max_output_bytes=8000))
-        if run.timed_out:
+        ahead, self._observing = self._observing, None
+        if ahead is not None and (ahead.gdir != session.gdir or ahead.proc.poll() is not None):
+            kill_group(ahead.proc)  # prepared for another grading, or died before go: no candidate code ran in it
+            ahead = None
+        source = ahead.source if ahead else self.work_dir / f"observed-src-{uuid.uuid4().hex[:12]}"
+        if ahead is None:
+            source.mkdir(mode=0o700)
+            copy_public(self.task, source)
+        for rel, text in sources.items():
+            write_new(source / rel, text.encode())
+        if ahead is not None:  # what the checked run compiled (its process is gone): the observed run need not compile
+            copy_regular_files(session.gdir / TRITON_CACHE, ahead.results / TRITON_CACHE, MAX_CACHE_BYTES)
+        build = getattr(session, "trusted_build", None)
+        if build is not None:
+            builds.copy_build(build, source / BUILD_DIR)
+        if ahead is None:
+            results = self._observer_dir()
+            copy_regular_files(session.gdir / TRITON_CACHE, results / TRITON_CACHE, MAX_CACHE_BYTES)
+            sandbox, argv = self._observer_command(source, source / BUILD_DIR if build else None, session.seed,
+                                                   results)
+            run = sandbox.run(argv, limits=Limits(timeout_s=self.config.timeout_s, max_output_bytes=8000))
+            timed_out, code, output = run.timed_out, run.returncode, run.output
+        else:
+            results, timed_out = ahead.results, False
+            try:
+                ahead.proc.stdin.write("go\n")
+                ahead.proc.stdin.close()
+                ahead.proc.wait(timeout=self.config.timeout_s)
+            except subprocess.TimeoutExpired:
+                timed_out = True
+            except OSError:
+                pass  # it died meanwhile: its exit code and output say how
+            finally:
+                kill_group(ahead.proc)
+            code, output = ahead.proc.returncode, "".join(ahead.output)
+        self._observed_outputs = results / (OBSERVED_PREFIX + OUTPUTS)
+        session.observer_log = output[-4000:]  # the observed run's harness log (phases), for diagnosis
+        return self._read_observation(results, timed_out, code, output)
+
+    def _read_observation(self, results: Path, timed_out: bool, code: int, output: str) -> Observation:
+        """The observed run's result and the profiler's report in `results`, read once its sandbox is gone.
+
+        Raises:
+            ObserverError: the run timed out or failed, or its report is missing or incomplete.
+        """
+        if timed_out:
             raise ObserverError(f"the observed run passed the {self.config.timeout_s:.0f} s limit")
         try:
             check = parse_check_result(load_json_untrusted(results / (OBSERVED_PREFIX + CHECK_RESULT)),
                                        len(self.configs))
-            report = read_untrusted(log, 64 << 20).decode(errors="replace")
+            report = read_untrusted(results / "ncu.csv", 64 << 20).decode(errors="replace")
         except UntrustedFileError as e:
-            raise ObserverError(f"the observed run left no result ({e}); exit code {run.returncode}:\n"
-                                f"{run.output[-1500:]}") from None
-        if run.returncode != 0:
-            raise ObserverError(f"the profiler exited with code {run.returncode}:\n{run.output[-1500:]}")
+            raise ObserverError(f"the observed run left no result ({e}); exit code {code}:\n"
+                                f"{output[-1500:]}") from None
+        if code != 0:
+            raise ObserverError(f"the profiler exited with code {code}:\n{output[-1500:]}")
         if not check.ok or len(check.configs) != len(self.configs) or not all(c.ok for c in check.configs):
             errors = [c.error for c in check.configs if not c.ok] or [check.error]
             raise ObserverError(f"the check failed in the observed run: {str(errors[0])[-1500:]}")
@@ -600,6 +736,7 @@ class Grader:
         if not result.ok:
             return CheckResult("compile", False, [], f"the candidate's sources did not build:\n{result.log[-6000:]}")
         builds.copy_build(result.directory, session.gdir / BUILD_DIR)
+        session.trusted_build = result.directory  # the observed run loads this one, which no candidate code could touch
         session.build_notes = ["build cached: sources unchanged" if result.cached else "built"]
         return None
 
@@ -633,8 +770,9 @@ class Grader:
         timed_out, output = False, None
         if self.worker is not None and self.worker.alive():
             code, timed_out, unprepared = self.worker.request(gdir / REQUEST, self.config.timeout_s)
-            if not self.keep_worker:
-                self.stop_worker()  # one grading per worker: nothing a candidate did to it outlives this grading
+            if not self.keep_worker:  # one grading per worker: nothing a candidate did to it outlives this grading
+                self.worker.stop()
+                self.worker = None
             try:
                 output = read_untrusted(gdir / HARNESS_LOG, 1 << 20).decode(errors="replace")
             except UntrustedFileError:
@@ -647,7 +785,7 @@ class Grader:
             # gets no second run (and no second chance at the grading directory's request).
         if output is None:
             sandbox = make_sandbox(self.config.sandbox, gdir, readonly=[*HARNESS_FILES, *self._readonly()],
-                                   gpu=not self.hardware.interpreter, env=self._harness_env())
+                                   gpu=not self.hardware.interpreter, env=self._harness_env(gdir))
             # Alone in its pid namespace (bwrap), the harness stops every other process before it writes a result.
             kill = ["--kill-others"] if self.config.sandbox == "bwrap" else []
             run = sandbox.run([PYTHON, str(HARNESS), str(gdir / REQUEST), *kill],
@@ -717,5 +855,9 @@ class Grader:
         timed = not self.hardware.interpreter and self.config.measure
         return [self.baseline_dir, *([self._baseline_built()] if self.backend.BUILDS and timed else [])]
 
-    def _harness_env(self) -> dict[str, str]:
-        return dict(self.backend.INTERPRETER_ENV or {}) if self.hardware.interpreter else {}
+    def _harness_env(self, directory: Path | None = None) -> dict[str, str]:
+        """The harness's environment: the interpreter's variables on the CPU; on a GPU, with `directory`, Triton's
+        kernel cache in it (`TRITON_CACHE`), where the observed run finds what the checked run compiled."""
+        if self.hardware.interpreter:
+            return dict(self.backend.INTERPRETER_ENV or {})
+        return {"TRITON_CACHE_DIR": str(directory / TRITON_CACHE)} if directory is not None else {}

@@ -588,15 +588,20 @@ def finish(req, state):
         _phase("time", t)
 
 
-def main(path, go_fd=None, ready_fd=None, stop_others=False):
+def main(path, go_fd=None, ready_fd=None, stop_others=False, wait_go=False):
     """Serve the request at `path`: `prepare`, then (after saying so on `ready_fd` and reading a line on `go_fd`,
-    when given) `finish`."""
+    when given; with `wait_go`, after reading ``go`` on stdin) `finish`."""
     with open(path) as f:
         req = protocol.Request.from_json(json.load(f))
     t = time.monotonic()
     state = prepare(req)
     _phase("prepare", t)
     print(PREPARED_MARKER, flush=True)
+    if wait_go:  # an observed run started ahead of its grading: the candidate's files are copied in before "go"
+        for name in getattr(state.backend, "PRELOAD", ()):  # imported now, not after go (triton: about a second)
+            importlib.import_module(name)
+        if not sys.stdin.readline().startswith("go"):
+            return
     if go_fd is not None:
         os.write(ready_fd, b"ready")
         go = os.read(go_fd, 16)
@@ -786,4 +791,4 @@ if __name__ == "__main__":
     if sys.argv[1] == "--serve":
         serve("--kill-others" in sys.argv, "--one-run" in sys.argv)
     else:
-        main(sys.argv[1], stop_others="--kill-others" in sys.argv)
+        main(sys.argv[1], stop_others="--kill-others" in sys.argv, wait_go="--wait-go" in sys.argv)

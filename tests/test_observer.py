@@ -1,0 +1,148 @@
+"""The outside observer (kernelgym/grader/observer.py): reading Nsight Compute's reports (real ones, recorded on the
+H200 on 2026-12-01, in tests/data/ncu/), cutting them at the markers, telling the candidate's kernels from library
+ones, the speedup cross-check, and what the grader makes of each (on a faked observed run: no GPU in CI)."""
+from pathlib import Path
+
+import pytest
+
+from kernelgym.backends import cuda, triton
+from kernelgym.discovery import get_task
+from kernelgym.grader.observer import (Kernel, ObserverError, base_name, cross_check, foreign_kernels, is_allowed,
+                                       is_own, parse_report, split)
+
+DATA = Path(__file__).resolve().parent / "data" / "ncu"
+N = 5  # configs of the rmsnorm, fused-add-rmsnorm and cuda-gelu tasks in those reports
+
+
+def report(name):
+    return parse_report((DATA / name).read_text())
+
+
+def test_real_reports_parse_in_launch_order_and_cut_at_the_markers():
+    kernels = report("rmsnorm_baseline.csv")
+    assert len(kernels) == 2 * N + 2 + 2 * N  # markers, then one rmsnorm_kernel per warm-up and per checked call
+    obs = split(kernels, N)
+    assert [[k.name for k in c] for c in obs.checked] == [["rmsnorm_kernel"]] * N
+    assert obs.at_import == [] and obs.after == []
+    assert all(0.001 < obs.checked_ms(i) < 1.0 for i in range(N))  # ns in the report, ms here
+    assert obs.checked_ms(4) > obs.checked_ms(0)  # the largest config takes longest
+
+
+def test_the_baselines_own_kernels_are_their_own():
+    rms = get_task("triton-rmsnorm")
+    own = triton.own_kernel_names({"kernel.py": (rms.root / "kernel.py").read_text()})
+    assert own == {"rmsnorm_kernel"}
+    assert foreign_kernels(split(report("rmsnorm_baseline.csv"), N), own) == [[]] * N
+    gelu = get_task("cuda-gelu")
+    own = cuda.own_kernel_names({p.name: p.read_text() for p in gelu.root.glob("*.c*")})
+    assert own == {"gelu_kernel"}
+    assert foreign_kernels(split(report("cuda_gelu.csv"), N), own) == [[]] * N
+    assert all(f for f in foreign_kernels(split(report("cuda_gelu.csv"), N), set()))  # someone else's gelu_kernel
+
+
+def test_pytorch_beside_a_token_kernel_is_seen_on_every_config():
+    foreign = foreign_kernels(split(report("rmsnorm_torch_beside_token.csv"), N), {"token_kernel"})
+    for names in foreign:
+        assert any("pow_tensor_scalar" in n for n in names) and any("reduce_kernel" in n for n in names)
+        assert not any("token_kernel" in n or "FillFunctor" in n for n in names)  # its own, and torch.zeros: allowed
+
+
+@pytest.mark.parametrize("name, own, expected", [
+    ("rmsnorm_kernel", {"rmsnorm_kernel"}, True),
+    ("void gelu_kernel<__nv_bfloat16>(const T1 *, T1 *, long)", {"gelu_kernel"}, True),
+    ("void mine::gelu_kernel<float>(const float *)", {"gelu_kernel"}, False),  # in a namespace: not recognized
+    ("sm90_xmma_gemm_f16f16_f16f32_f32_tn_n_tilesize128x128x64", {"sm90_xmma_gemm_f16f16_f16f32_f32_tn_n_tilesize128x128x64"}, False),
+    ("nvjet_tst_128x64_64x8_2x1_v_bz_TNN", {"nvjet_tst_128x64_64x8_2x1_v_bz_TNN"}, False),
+    ("void at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<float>>(int)", {"vectorized_elementwise_kernel"}, False),
+])
+def test_own_means_named_in_the_sources_at_file_scope_and_not_like_a_library(name, own, expected):
+    assert is_own(name, own) is expected
+
+
+def test_allow_list_is_pytorchs_fill_and_copy_only():
+    assert is_allowed("void native::vectorized_elementwise_kernel<4, native::FillFunctor<float>, std::array<char *, 1>>(int, T2, T3)")
+    assert is_allowed("void at::native::unrolled_elementwise_kernel<at::native::direct_copy_kernel_cuda(at::TensorIteratorBase &)::{lambda()#3}>(int)")
+    assert not is_allowed("void native::vectorized_elementwise_kernel<4, native::AUnaryFunctor<float, float, float, binary_internal::MulFunctor<float>>>(int)")
+    assert not is_allowed("void mine::FillFunctor_lookalike(float *)")  # the name must be PyTorch's
+    assert base_name("at::<unnamed>::spin_kernel(long)") == ("at::unnamed", "spin_kernel")
+
+
+def test_a_forged_marker_or_an_unfinished_run_is_refused():
+    kernels = report("rmsnorm_baseline.csv")
+    extra = kernels[:6] + [Kernel("at::<unnamed>::spin_kernel(long)", 1e3)] + kernels[6:]
+    with pytest.raises(ObserverError, match="13 marker kernels where 12"):
+        split(extra, N)
+    with pytest.raises(ObserverError, match="marker kernels"):
+        split(kernels[:-3], N)  # the profiler stopped before the run ended
+    with pytest.raises(ObserverError, match="no report"):
+        parse_report("==PROF== Connected to process 26\n")
+    text = (DATA / "rmsnorm_baseline.csv").read_text().replace('"ns","1568"', '"ns","fast"', 1)
+    with pytest.raises(ObserverError, match="unreadable"):
+        parse_report(text)
+
+
+@pytest.mark.parametrize("speedup, band, base_ms, cand_ms, refused", [
+    (1.50, [1.45, 1.55], 0.0437, 0.0441, True),   # forged on the H200: the profiler saw 0.99x
+    (1.41, [1.38, 1.45], 0.1902, 0.1275, False),  # fused-add-rmsnorm, honest: 1.49x observed
+    (1.60, [1.55, 1.66], 0.0054, 0.0029, False),  # small config: measured below the observed 1.86x
+    (1.01, [0.96, 1.06], 0.0027, 0.0030, False),  # within the noise of 1: not checked
+    (1.30, [1.28, 1.33], 0.0100, 0.0, True),      # no device time seen at all
+])
+def test_cross_check(speedup, band, base_ms, cand_ms, refused):
+    assert (cross_check(speedup, band, base_ms, cand_ms, margin=0.25) is not None) is refused
+
+
+# -- what the grader makes of it -------------------------------------------------------------------------------------
+OWN = ("rmsnorm_kernel", 4000.0)
+
+
+def test_honest_kernel_observed_scores_as_before(observed_grader, observation):
+    same = observation([[OWN]] * N)
+    g = observed_grader([(0.05, 0.05)] * N, same, same)
+    grade = g.grade(g.task.root, seed=1)
+    assert grade.correct and grade.score > 215
+    assert grade.checks["observer"] == "passed" and grade.checks["static_check"] == "passed"
+    assert grade.checks["speedup_cross_check"] in ("passed", "not run: no speedup measured")
+    assert "only the candidate's own kernels (rmsnorm_kernel)" in "\n".join(grade.stages[1].messages)
+
+
+def test_honest_speedup_supported_by_the_profiler_stands(observed_grader, observation):
+    g = observed_grader([(0.1, 0.05)] * N, observation([[("rmsnorm_kernel", 2000.0)]] * N), observation([[OWN]] * N))
+    grade = g.grade(g.task.root, seed=1)
+    assert grade.checks["speedup_cross_check"] == "passed" and grade.score > 300
+
+
+def test_observer_that_cannot_observe_the_baseline_says_so_and_grades_as_before(observed_grader, observation):
+    g = observed_grader([(0.05, 0.05)] * N, observation([[OWN]] * N), ObserverError("ncu: no permission"))
+    grade = g.grade(g.task.root, seed=1)
+    assert grade.correct and grade.score > 215 and grade.checks["observer"] == "unavailable: ncu: no permission"
+
+
+def test_not_sampled_and_unavailable_gradings_say_which_checks_ran(fake_grader):
+    g = fake_grader([(0.05, 0.05)] * N)  # no GPU here: the observer is unavailable
+    grade = g.grade(g.task.root, seed=1)
+    assert grade.correct and grade.checks["observer"].startswith("no GPU device nodes")
+    assert grade.checks["speedup_cross_check"] == "not run: no observer"
+    assert "no outside observer" in "\n".join(grade.stages[1].messages)
+
+
+def test_sampling_draws_per_grading(observed_grader, observation):
+    same = observation([[OWN]] * N)
+    g = observed_grader([(0.05, 0.05)] * N, same, same)
+    g.config.observe_fraction = 0.0
+    assert g.grade(g.task.root, seed=1).checks["observer"] == "not sampled (observe_fraction=0)"
+
+
+def test_required_observer_that_cannot_run_fails_the_grading(fake_grader):
+    g = fake_grader([(0.05, 0.05)] * N)
+    g.config.observer = "required"
+    grade = g.grade(g.task.root, seed=1)
+    assert not grade.correct and grade.score == 20.0 and grade.checks["observer"].startswith("failed: required")
+
+
+def test_cpu_interpreter_says_no_observer_runs():
+    from kernelgym.grader import Grader
+    from kernelgym.hardware import all_profiles
+    cpu = next(p for p in all_profiles().values() if p.interpreter)
+    g = Grader(get_task("triton-rmsnorm"), cpu, Path("/tmp") / "kg-observer-test")
+    assert "CPU interpreter" in g.observer_unavailable() and "no outside observer" in g.provenance_note()
