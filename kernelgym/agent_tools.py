@@ -93,7 +93,37 @@ def tool_call_to_action(name: str, arguments: Any) -> dict[str, Any] | str:
             return arguments if isinstance(arguments, str) else arguments.decode(errors="replace")
     if not isinstance(arguments, dict):  # a JSON list or number: the env says an action must be an object
         return json.dumps(arguments)
-    return {**arguments, "kind": name}
+    # The tool's name is the kind; "truncate" (end the episode truncated: "the agent stopped") is the policy's
+    # signal alone. A model that sent either gets its call run without them.
+    return {**{k: v for k, v in arguments.items() if k not in RESERVED_ARGUMENTS}, "kind": name}
+
+
+#: Action fields a tool call's arguments may not set (see `tool_call_to_action`).
+RESERVED_ARGUMENTS = frozenset({"kind", "truncate"})
+
+#: Secrets registered by the policies that read them (`remember_secret`); `redact` replaces them.
+_SECRETS: set[str] = set()
+#: Shorter registered values are not redacted from free text: they would garble it and are no real key.
+_MIN_SECRET_LEN = 8
+REDACTED = "[redacted]"
+
+
+def remember_secret(value: str) -> None:
+    """Register `value` (an API key, a bearer token) so that `redact` removes it from any text from now on."""
+    if value:
+        _SECRETS.add(value)
+
+
+def redact(text: str, *extra: str) -> str:
+    """`text` with every registered secret (see `remember_secret`) and every value in `extra` replaced by
+    ``[redacted]``; the one place error texts and transcripts are cleaned before they are written. Values shorter
+    than 8 characters are left alone (no provider's key is that short; replacing them would garble the text)."""
+    if not isinstance(text, str):
+        text = str(text)
+    values = {v for v in (*_SECRETS, *extra) if v and len(v) >= _MIN_SECRET_LEN}
+    for value in sorted(values, key=len, reverse=True):  # longest first: a key containing another goes whole
+        text = text.replace(value, REDACTED)
+    return text
 
 
 class MissingApiKeyError(KernelGymError):
@@ -277,6 +307,7 @@ class ToolCallingPolicy:
         if not key:
             raise MissingApiKeyError(f"the API key variable {env} is not set: export {env}=<your key>, or name "
                                      f"another variable with api_key_env in the policy config")
+        remember_secret(key)  # an SDK error may echo it (a proxy echoing headers); rollout redacts its text
         return key
 
     def _ask_model(self) -> None:

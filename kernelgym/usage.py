@@ -7,6 +7,7 @@ exception: an unpriced local model (vLLM, SGLang) still runs and is still counte
 from __future__ import annotations
 
 import dataclasses
+import math
 import re
 from dataclasses import dataclass
 from typing import Any, Iterable, Mapping
@@ -17,6 +18,17 @@ DATED_SUFFIX = re.compile(r"-(\d{8}|\d{4}-\d{2}-\d{2}|latest)")
 
 #: Token fields summed across steps and episodes.
 TOKEN_FIELDS = ("input_tokens", "output_tokens", "cached_tokens", "cache_write_tokens")
+
+
+def token_count(value: Any) -> int:
+    """`value` as a token count: a finite number >= 0, truncated to an int; anything else (a string, None, NaN,
+    infinity, a negative number, a list) is 0. Usage fields come from a CLI's or server's output, which a test
+    double, a proxy or a new CLI version may fill with anything: a bad field must not stop the accounting."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return 0
+    if isinstance(value, float) and not math.isfinite(value):
+        return 0
+    return max(0, int(value))
 
 
 @dataclass

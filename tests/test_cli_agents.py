@@ -146,8 +146,9 @@ def standin(tmp_path: Path) -> str:
 def cursor_episode(tmp_path, monkeypatch, script, **config):
     monkeypatch.setenv("CURSOR_API_KEY", FAKE_KEY)
     monkeypatch.setenv("CURSOR_STANDIN_SCRIPT", json.dumps(script))
-    policy = load_policy("cursor-agent", binary=standin(tmp_path), pass_env=["CURSOR_STANDIN_SCRIPT",
-                         "CURSOR_STANDIN_HANG", "CURSOR_STANDIN_PIDFILE"], **config)
+    policy = load_policy("cursor-agent", binary=standin(tmp_path), pass_env=[
+        "CURSOR_STANDIN_SCRIPT", "CURSOR_STANDIN_HANG", "CURSOR_STANDIN_PIDFILE", "CURSOR_STANDIN_PRELUDE",
+        "CURSOR_STANDIN_NOISE"], **config)
     env = TrajectoryRecorder(KernelArenaEnv("triton-rmsnorm", run_dir=tmp_path / "run", hardware="cpu-interpreter"),
                              tmp_path / "run" / "trajectories.jsonl")
     try:
@@ -166,6 +167,10 @@ def test_cursor_agent_whole_episode_with_standin(tmp_path, monkeypatch, require_
     assert events[0]["apiKeySource"] == "env"  # the key went in the environment, not on the command line
     summary = json.loads(transcript.with_suffix(".summary.json").read_text())
     assert "--approve-mcps" in summary["argv"] and "--force" not in summary["argv"]
+    # the transcripts (the task, the model's words, the kernel) are this user's only
+    folder = tmp_path / "run" / "agent_transcripts"
+    assert folder.stat().st_mode & 0o777 == 0o700
+    assert {f.stat().st_mode & 0o777 for f in folder.iterdir()} == {0o600} and len(list(folder.iterdir())) == 3
     assert FAKE_KEY not in (tmp_path / "run" / "trajectories.jsonl").read_text()
 
 
@@ -221,3 +226,135 @@ def test_list_shows_what_each_cli_policy_needs():
                         ("cursor-agent", "binary:cursor-agent")):
         line = next(x for x in proc.stdout.splitlines() if f" {name} " in x)
         assert needs in line, line
+
+
+@pytest.mark.parametrize("name", ["claude-code", "codex", "cursor-agent"])
+def test_mcp_token_never_on_the_command_line(name, tmp_path):
+    """The bridge's bearer token reaches each CLI through a private file or its environment, not argv (which any
+    local process reads in /proc/<pid>/cmdline); Claude Code and Cursor get the URL that way too."""
+    from kernelgym.agents.launcher import MCP_TOKEN_ENV
+    home = tmp_path / "home"
+    home.mkdir(mode=0o700)
+    policy = load_policy(name)
+    url, token = "http://127.0.0.1:5/mcp/secret-path", "tok-" + "z" * 40
+    policy._mcp_token = token
+    argv, _ = policy.command("/bin/cli", "the prompt", url, home, token)
+    assert not any(token in a for a in argv)
+    env = policy.child_env(home, FAKE_KEY)
+    if name == "codex":  # Codex reads the token from the variable its config names
+        assert f'mcp_servers.kernelgym.bearer_token_env_var="{MCP_TOKEN_ENV}"' in argv
+        assert env[MCP_TOKEN_ENV] == token
+        return
+    assert not any(url in a for a in argv) and MCP_TOKEN_ENV not in env
+    config = home / ("kernelgym-mcp.json" if name == "claude-code" else ".cursor/mcp.json")
+    if name == "claude-code":
+        assert argv[argv.index("--mcp-config") + 1] == str(config)
+    server = json.loads(config.read_text())["mcpServers"]["kernelgym"]
+    assert server["url"] == url and server["headers"] == {"Authorization": f"Bearer {token}"}
+    assert config.stat().st_mode & 0o777 == 0o600
+
+
+def test_submit_with_arguments_is_a_bare_submit(tmp_path, monkeypatch, require_bwrap):
+    """The submit tool takes no arguments: a submit call with some (which the env would refuse) still ends the
+    episode terminated and graded, not truncated after the CLI was stopped."""
+    result = cursor_episode(tmp_path, monkeypatch, [("submit", {"config": "zzz"})], timeout_s=120)
+    assert result["terminated"] and not result["truncated"] and result["reward"] == 120.0
+    lines = [json.loads(x) for x in (tmp_path / "run" / "trajectories.jsonl").read_text().splitlines()]
+    assert lines[-1]["action"] == {"kind": "submit"}
+    assert lines[-1]["policy"]["tool_call"] == {"name": "submit", "arguments": {"config": "zzz"}}
+
+
+def test_malformed_usage_line_does_not_stall_the_cli(tmp_path, monkeypatch, require_bwrap):
+    """A transcript line the usage parser chokes on (NaN tokens), followed by more output than a pipe holds: the
+    reader keeps draining, so the CLI goes on and the episode ends at its submit, not at the timeout."""
+    monkeypatch.setenv("CURSOR_STANDIN_PRELUDE", json.dumps([
+        {"type": "result", "usage": {"inputTokens": float("nan"), "outputTokens": [1]}, "total_cost_usd": float("inf")},
+        {"type": "tool_call", "subtype": "started", "usage": "n/a"}]))
+    monkeypatch.setenv("CURSOR_STANDIN_NOISE", "3000")  # ~400 KB
+    start = time.monotonic()
+    result = cursor_episode(tmp_path, monkeypatch, SCRIPT, timeout_s=90)
+    assert time.monotonic() - start < 60
+    assert result["terminated"] and not result["truncated"] and result["reward"] == 120.0
+    assert (result["usage"]["input_tokens"], result["usage"]["output_tokens"]) == (4000, 200)  # the NaN line adds 0
+    (transcript,) = (tmp_path / "run" / "agent_transcripts").glob("*.jsonl")
+    assert sum(1 for x in transcript.read_text().splitlines() if '"noise"' in x) == 3000
+
+
+def test_usage_parsers_take_any_json(tmp_path):
+    """Each CLI policy's usage parser returns counts (or None) for events with nonsense in them, never raises."""
+    weird = ["n/a", None, float("nan"), float("inf"), -5, [1], {"a": 1}, True, 1e30]
+    claude, codex, cursor = (load_policy(n) for n in ("claude-code", "codex", "cursor-agent"))
+    for value in weird:
+        u = {k: value for k in ("input_tokens", "output_tokens", "cache_read_input_tokens", "inputTokens",
+                                "cached_input_tokens", "outputTokens")}
+        for policy, event in ((claude, {"type": "assistant", "message": {"id": [value], "model": value, "usage": u}}),
+                              (claude, {"type": "result", "usage": u}), (codex, {"type": "turn.completed", "usage": u}),
+                              (cursor, {"type": "result", "usage": u})):
+            got = policy.parse_totals(event) or policy.parse_event(event)
+            assert got is not None
+            assert all(isinstance(getattr(got, k), int) and getattr(got, k) >= 0
+                       for k in ("input_tokens", "output_tokens", "cached_tokens", "cache_write_tokens"))
+            if value != 1e30:  # a number stays a number; nonsense counts 0
+                assert (got.input_tokens, got.output_tokens) == (0, 0)
+            else:
+                assert got.output_tokens == int(value)
+
+
+def test_deadline_holds_for_a_cli_that_calls_tools_back_to_back(tmp_path):
+    """With calls always waiting, the session still times out: the deadline is checked before each take."""
+    import queue as queue_mod
+    from kernelgym.agents.bridge import ToolCall
+    policy = load_policy("cursor-agent")
+    policy.bridge = type("StubBridge", (), {"calls": queue_mod.Queue()})()
+    for _ in range(5):
+        policy.bridge.calls.put(ToolCall("shell", {"cmd": "ls"}, {"kind": "shell", "cmd": "ls"}))
+    policy.proc = subprocess.Popen(["sleep", "30"], start_new_session=True)
+    policy._summary = {"ending": None}
+    policy._deadline = time.monotonic() - 1
+    try:
+        assert policy._next_call() is None
+        assert "timed out" in policy._summary["ending"] and policy.proc.poll() is not None
+        assert policy.bridge.calls.qsize() == 5
+    finally:
+        if policy.proc.poll() is None:
+            policy.proc.kill()
+        policy.proc.wait()
+
+
+ORPHAN_PARENT = r"""
+import os, sys, time
+from kernelgym.policy import load_policy
+policy = load_policy("cursor-agent", binary=sys.argv[1], timeout_s=600)
+policy.reset({"prompt": "x"}, {"workspace": sys.argv[2]})
+print(policy.proc.pid, flush=True)
+time.sleep(600)
+"""
+
+
+def test_cli_dies_with_a_killed_kernelgym(tmp_path):
+    """SIGKILL to the process running the policy (no close(), no finally) takes the CLI with it (PDEATHSIG)."""
+    cli = tmp_path / "sleeper"
+    cli.write_text("#!/bin/sh\nexec sleep 120\n")
+    cli.chmod(0o755)
+    workspace = tmp_path / "run" / "episodes" / "ep1" / "workspace"
+    workspace.mkdir(parents=True)
+    parent = subprocess.Popen([sys.executable, "-c", ORPHAN_PARENT, str(cli), str(workspace)],
+                              stdout=subprocess.PIPE, text=True, env={**os.environ, "CURSOR_API_KEY": FAKE_KEY})
+    try:
+        cli_pid = int(parent.stdout.readline())
+        assert Path(f"/proc/{cli_pid}").exists()
+    finally:
+        parent.kill()
+        parent.wait()
+
+    def alive(pid):
+        try:
+            return Path(f"/proc/{pid}/stat").read_text().split()[2] != "Z"
+        except OSError:
+            return False
+    deadline = time.monotonic() + 10
+    while alive(cli_pid) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    if alive(cli_pid):
+        os.kill(cli_pid, 9)
+        pytest.fail("the CLI outlived the killed process that launched it")

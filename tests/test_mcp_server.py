@@ -13,14 +13,15 @@ pytest.importorskip("mcp", reason="the agents extra is not installed: pip instal
 
 from mcp import ClientSession  # noqa: E402
 from mcp.client.streamable_http import streamable_http_client  # noqa: E402
+from mcp.shared._httpx_utils import create_mcp_http_client  # noqa: E402
 
 from kernelgym.agent_tools import TOOLS  # noqa: E402
 from kernelgym.agents.bridge import EPISODE_OVER, MCPBridge  # noqa: E402
 
 
-async def _client(url, calls):
+async def _client(url, calls, headers):
     """Call each (tool, arguments) of `calls` in order; return the listed tools and each result's (text, error)."""
-    async with streamable_http_client(url) as streams:
+    async with create_mcp_http_client(headers=headers) as http, streamable_http_client(url, http_client=http) as streams:
         async with ClientSession(streams[0], streams[1]) as session:
             await session.initialize()
             tools = (await session.list_tools()).tools
@@ -31,8 +32,23 @@ async def _client(url, calls):
             return tools, results
 
 
-def _run_client(url, calls):
-    return asyncio.run(asyncio.wait_for(_client(url, calls), timeout=60))
+def _run_client(bridge, calls, headers=None):
+    """`_client` against `bridge`, with its bearer token unless `headers` says otherwise."""
+    headers = bridge.headers() if headers is None else headers
+    return asyncio.run(asyncio.wait_for(_client(bridge.url, calls, headers), timeout=60))
+
+
+def _post(url, headers):
+    """The HTTP status of an MCP initialize request to `url` with `headers`."""
+    body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "probe", "version": "1"}}})
+    req = urllib.request.Request(url, data=body.encode(), method="POST", headers={
+        "content-type": "application/json", "accept": "application/json, text/event-stream", **headers})
+    try:
+        with urllib.request.urlopen(req, timeout=10) as r:
+            return r.status
+    except urllib.error.HTTPError as e:
+        return e.code
 
 
 @pytest.fixture
@@ -54,7 +70,7 @@ def test_serves_agent_tools_and_waits_for_each_step(bridge):
             call.reply(f"observation {i}")
     t = threading.Thread(target=env_side)
     t.start()
-    tools, results = _run_client(bridge.url, [("shell", {"cmd": "python check.py"}),
+    tools, results = _run_client(bridge, [("shell", {"cmd": "python check.py"}),
                                               ("edit_file", {"path": "kernel.py", "old": "a", "new": "b",
                                                              "truncate": True})])
     t.join(10)
@@ -67,8 +83,38 @@ def test_serves_agent_tools_and_waits_for_each_step(bridge):
 
 def test_calls_after_the_episode_are_refused(bridge):
     bridge.end_episode()
-    _, results = _run_client(bridge.url, [("read_file", {"path": "kernel.py"})])
+    _, results = _run_client(bridge, [("read_file", {"path": "kernel.py"})])
     assert results == [(EPISODE_OVER, True)] and bridge.calls.empty()
+
+
+def test_env_errors_reach_the_cli_as_error_results(bridge):
+    """An action the env refused ("error: ...") is an is_error tool result; any other observation is not."""
+    def env_side():
+        for reply in ("error: no file 'nope.py' in the workspace", "exit code 1\nerror: in the output"):
+            bridge.calls.get(timeout=30).reply(reply)
+    t = threading.Thread(target=env_side)
+    t.start()
+    _, results = _run_client(bridge, [("read_file", {"path": "nope.py"}), ("shell", {"cmd": "false"})])
+    t.join(10)
+    assert results == [("error: no file 'nope.py' in the workspace", True),
+                       ("exit code 1\nerror: in the output", False)]
+
+
+def test_requests_without_the_bearer_token_are_refused(bridge):
+    """Knowing the URL (Codex has it on its command line) is not enough to drive the episode: a request needs the
+    per-episode token; the token is random per bridge."""
+    assert _post(bridge.url, {}) == 401
+    assert _post(bridge.url, {"Authorization": "Bearer wrong-token"}) == 401
+    assert _post(bridge.url, {"Authorization": bridge.token}) == 401  # the scheme is part of it
+    assert _post(bridge.url, bridge.headers()) == 200
+    with pytest.raises(Exception):  # the SDK's client without the token gets nowhere
+        _run_client(bridge, [("submit", {})], headers={})
+    assert bridge.calls.empty()  # nothing reached the env
+    other = MCPBridge()
+    try:
+        assert other.token != bridge.token and len(bridge.token) >= 32
+    finally:
+        other.close()
 
 
 def test_unknown_path_is_not_served(bridge):
@@ -76,7 +122,8 @@ def test_unknown_path_is_not_served(bridge):
     req = urllib.request.Request(wrong, data=b"{}", method="POST", headers={"content-type": "application/json"})
     with pytest.raises(urllib.error.HTTPError) as e:
         urllib.request.urlopen(req, timeout=10)
-    assert e.value.code == 404
+    assert e.value.code in (401, 404)  # no token: 401 before the path is looked at
+    assert _post(wrong, bridge.headers()) == 404
 
 
 def test_whole_episode_through_an_mcp_client(tmp_path, require_bwrap):
@@ -91,7 +138,7 @@ def test_whole_episode_through_an_mcp_client(tmp_path, require_bwrap):
     bridge = MCPBridge()
     bridge.start()
     out = {}
-    client = threading.Thread(target=lambda: out.update(r=_run_client(bridge.url, [
+    client = threading.Thread(target=lambda: out.update(r=_run_client(bridge, [
         ("read_file", {"path": "kernel.py"}), ("shell", {"cmd": "python check.py"}), ("submit", {})])))
     client.start()
     try:

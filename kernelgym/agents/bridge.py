@@ -7,7 +7,10 @@ delivers the next observation with `ToolCall.reply`, which becomes the tool resu
 ``env.step`` and RL loops, wrappers and the trajectory recorder see the CLI as any other policy.
 
 The server speaks MCP's streamable HTTP on 127.0.0.1, on an ephemeral port, under a random path (a process that
-does not know the path gets 404), in a daemon thread of this process.
+does not know the path gets 404), in a daemon thread of this process. Every request must also carry the bridge's
+per-episode bearer token (``Authorization: Bearer <token>``; 401 otherwise): the URL may be seen by any local
+process (Codex gets it on its command line, readable in /proc/<pid>/cmdline), the token only by the CLI, which
+gets it through a private config file or an environment variable (see each CLI policy's `command`).
 """
 from __future__ import annotations
 
@@ -23,6 +26,32 @@ from kernelgym.errors import KernelGymError
 
 #: What the bridge answers when a call comes after the episode ended (or the bridge closed).
 EPISODE_OVER = "error: the episode is over; no more tool calls are taken"
+#: The prefix of the env's observations for an action it refused; such a tool result is flagged is_error.
+ERROR_PREFIX = "error:"
+
+
+class BearerAuth:
+    """ASGI middleware: HTTP requests without ``Authorization: Bearer <token>`` get 401 before reaching `app`.
+
+    The token is compared in constant time. Non-HTTP scopes (the server's lifespan) pass through.
+    """
+
+    def __init__(self, app, token: str):
+        self.app = app
+        self._expected = f"Bearer {token}".encode()
+
+    async def __call__(self, scope, receive, send):
+        if scope.get("type") == "http":
+            given = next((v for k, v in scope.get("headers") or [] if k.lower() == b"authorization"), b"")
+            if not secrets.compare_digest(given, self._expected):
+                body = b'{"error": "unauthorized: this MCP server needs its bearer token"}'
+                await send({"type": "http.response.start", "status": 401,
+                            "headers": [(b"content-type", b"application/json"),
+                                        (b"content-length", str(len(body)).encode()),
+                                        (b"www-authenticate", b"Bearer")]})
+                await send({"type": "http.response.body", "body": body})
+                return
+        await self.app(scope, receive, send)
 
 
 @dataclass
@@ -75,6 +104,8 @@ class MCPBridge:
         self.server_name = server_name
         self.calls: queue.Queue[ToolCall] = queue.Queue()
         self.url: str | None = None
+        #: The per-episode bearer token every request must carry (``Authorization: Bearer <token>``).
+        self.token = secrets.token_urlsafe(32)
         self._pending: list[ToolCall] = []
         self._over = False
         self._lock = threading.Lock()
@@ -100,23 +131,26 @@ class MCPBridge:
 
         async def call_tool(ctx, params):
             arguments = dict(params.arguments or {})
-            action = tool_call_to_action(params.name, arguments)  # never raises: the env says what is wrong
-            if isinstance(action, dict):
-                action.pop("truncate", None)  # ending truncated is the policy's signal, not the model's
+            # Never raises (the env says what is wrong); drops "truncate" and "kind" from the arguments, so the
+            # model cannot forge the policy's "the CLI stopped" signal.
+            action = tool_call_to_action(params.name, arguments)
             call = ToolCall(params.name, arguments, action)
             with self._lock:
                 if self._over:
                     return text_result(EPISODE_OVER, error=True)
                 self._pending.append(call)
             self.calls.put(call)
-            return text_result(await anyio.to_thread.run_sync(call.wait, abandon_on_cancel=True))
+            text = await anyio.to_thread.run_sync(call.wait, abandon_on_cancel=True)
+            # An action the env refused (and "episode over") is an error result, so the CLI treats it as one.
+            return text_result(text, error=text.startswith(ERROR_PREFIX))
 
         server = Server(self.server_name, version="1", on_list_tools=list_tools, on_call_tool=call_tool)
-        return server.streamable_http_app(streamable_http_path=path, host="127.0.0.1")
+        return BearerAuth(server.streamable_http_app(streamable_http_path=path, host="127.0.0.1"), self.token)
 
     # -- lifecycle ----------------------------------------------------------------------------------------------
     def start(self, timeout_s: float = 30.0) -> str:
-        """Start serving; return the URL to give the CLI (``http://127.0.0.1:PORT/mcp/<random>``).
+        """Start serving; return the URL to give the CLI (``http://127.0.0.1:PORT/mcp/<random>``). The CLI must
+        also send `headers()` (the bearer token) with every request.
 
         Raises:
             KernelGymError: the mcp SDK is not installed.
@@ -147,6 +181,10 @@ class MCPBridge:
             time.sleep(0.01)
         self.url = f"http://127.0.0.1:{port}{path}"
         return self.url
+
+    def headers(self) -> dict[str, str]:
+        """The HTTP headers a client needs: ``{"Authorization": "Bearer <token>"}``."""
+        return {"Authorization": f"Bearer {self.token}"}
 
     def end_episode(self) -> None:
         """Refuse further calls and release every waiting one with `EPISODE_OVER`."""

@@ -1,8 +1,12 @@
 """`CLIAgentPolicy`: a coding-agent CLI (Claude Code, Codex, Cursor's agent) as a step-level policy.
 
 At `reset` the policy starts an `MCPBridge` and launches the CLI against it: in its own process group, in an empty
-temporary directory that holds nothing of the task (its working directory and $HOME), with a clean environment
-(PATH, HOME, TMPDIR, the API key and what the CLI's own config adds; nothing of kernelgym's). The task prompt goes
+private (0700) temporary directory that holds nothing of the task (its working directory and $HOME), with a clean
+environment (PATH, HOME, TMPDIR, the API key and what the CLI's own config adds; nothing of kernelgym's). The bridge
+takes only requests that carry its per-episode bearer token; each CLI gets the token in a 0600 config file in its
+private directory or in an environment variable, never on its command line (which any local process can read). On
+Linux the CLI gets SIGKILL when the thread that launched it dies (PR_SET_PDEATHSIG), so a killed kernelgym leaves no
+CLI behind; call `reset` from a long-lived thread (the main thread, as rollout does). The task prompt goes
 to the CLI with the config's iteration guidance. Each `act()` returns the CLI's next tool call as an env action and
 delivers the previous step's observation as that call's result, so the CLI sees the env one step at a time.
 
@@ -15,13 +19,15 @@ The episode ends:
 
 The CLI's stdout (stream-json or JSONL) is kept as ``<run_dir>/agent_transcripts/<episode_id>.jsonl`` beside
 ``trajectories.jsonl``, its stderr as ``<episode_id>.stderr.log``, and ``<episode_id>.summary.json`` holds the
-command line (the prompt elided), exit code, how the session ended and the token totals. The API key is replaced by
-``[redacted]`` in all three. Tokens come from parsing that stream (`parse_event` of each CLI's policy) and are
+command line (the prompt elided), exit code, how the session ended and the token totals. The API key and the bridge's
+token are replaced by ``[redacted]`` in all three; the folder is 0700 and the files 0600. Tokens come from parsing that stream (`parse_event` of each CLI's policy) and are
 reported per step through `take_step_info`.
 """
 from __future__ import annotations
 
+import ctypes
 import json
+import math
 import os
 import queue
 import shutil
@@ -35,10 +41,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from kernelgym.agent_tools import MissingApiKeyError
+from kernelgym.agent_tools import MissingApiKeyError, redact, remember_secret
 from kernelgym.agents.bridge import MCPBridge, ToolCall
 from kernelgym.errors import KernelGymError
-from kernelgym.usage import TOKEN_FIELDS, PriceTable, StepUsage
+from kernelgym.usage import TOKEN_FIELDS, PriceTable, StepUsage, token_count
 
 #: Where `bash .ci/setup --agents` installs the npm CLIs (their executables are in node_modules/.bin).
 LOCAL_AGENTS_DIR = Path(__file__).resolve().parents[2] / ".agents"
@@ -48,6 +54,47 @@ TRUNCATE_ACTION = {"kind": "submit", "truncate": True}
 TRANSCRIPT_LAG_S = 1.0
 SUBMITTED_REPLY = ("submitted: the kernel is being graded and the episode is over. Stop now; no more tool calls "
                    "are taken.")
+#: The variable that carries the bridge's bearer token to a CLI that reads it from its environment (Codex).
+MCP_TOKEN_ENV = "KERNELGYM_MCP_TOKEN"
+#: prctl(2) option: the signal a process gets when the thread that forked it exits.
+PR_SET_PDEATHSIG = 1
+
+
+def write_private(path: Path, text: str) -> None:
+    """Write `text` to `path` readable by this user only (0600, also when the file already existed)."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w", encoding="utf-8") as f:
+        os.fchmod(f.fileno(), 0o600)
+        f.write(text)
+
+
+def open_private_append(path: Path):
+    """`path` opened for appending text, created 0600 (transcripts: the CLI's output may hold task text)."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+    os.fchmod(fd, 0o600)
+    return os.fdopen(fd, "a", encoding="utf-8")
+
+
+def _die_with_parent_hook():
+    """A `preexec_fn` that makes the child get SIGKILL when the thread that forked it dies (Linux), or None.
+
+    libc's prctl is looked up here, in the parent: the hook runs between fork and exec, where loading a library
+    could deadlock on a lock another thread held at the fork. If the parent died before prctl took effect, the
+    child is already orphaned: it exits at once instead of running unattended.
+    """
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        prctl = ctypes.CDLL(None, use_errno=True).prctl
+    except (OSError, AttributeError):
+        return None
+    parent = os.getpid()
+
+    def hook() -> None:
+        prctl(PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0)
+        if os.getppid() != parent:
+            os._exit(1)
+    return hook
 
 
 class MissingBinaryError(KernelGymError):
@@ -138,14 +185,18 @@ class CLIAgentPolicy:
         self._step_info: dict[str, Any] = {}
         self._readers: list[threading.Thread] = []
         self._secret = ""
+        self._mcp_token = ""
         self._summary: dict[str, Any] = {}
         self._home: Path | None = None
         self._deadline = 0.0
 
     # -- subclass hooks ---------------------------------------------------------------------------------------------
-    def command(self, binary: str, prompt: str, mcp_url: str, home: Path) -> tuple[list[str], str | None]:
+    def command(self, binary: str, prompt: str, mcp_url: str, home: Path, token: str) -> tuple[list[str], str | None]:
         """(argv, text for the CLI's stdin or None) that start the CLI on `prompt` with the MCP server at `mcp_url`;
-        `home` is the empty directory that is its $HOME and working directory (config files may be written there)."""
+        `home` is the empty private directory that is its $HOME and working directory (config files may be written
+        there, with `write_private`). Every request to the server must carry ``Authorization: Bearer <token>``;
+        the token must not be put in argv (world-readable in /proc/<pid>/cmdline): write it to a config file in
+        `home`, or have `child_env` put it in the CLI's environment."""
         raise NotImplementedError
 
     def parse_event(self, event: dict[str, Any]) -> StepUsage | None:
@@ -194,28 +245,34 @@ class CLIAgentPolicy:
                 raise MissingApiKeyError(f"{self.name} needs an API key: export {self.config.api_key_env}=<your "
                                          f"key>, or name another variable with api_key_env in the policy config")
         self._secret = key
+        remember_secret(key)
         workspace = Path(info.get("workspace") or ".")
         episode_id = workspace.parent.name or f"episode-{int(time.time())}"
         out_dir = workspace.parent.parent.parent / "agent_transcripts"  # <run_dir>/episodes/<id>/workspace
         out_dir.mkdir(parents=True, exist_ok=True)
+        out_dir.chmod(0o700)  # transcripts hold the task, the model's words and the kernel: this user's only
         self.transcript_path = out_dir / f"{episode_id}.jsonl"
-        self._home = Path(tempfile.mkdtemp(prefix=f"kernelgym-{self.name}-"))
-        (self._home / "tmp").mkdir()
+        self._home = Path(tempfile.mkdtemp(prefix=f"kernelgym-{self.name}-"))  # 0700
+        (self._home / "tmp").mkdir(mode=0o700)
         self.bridge = MCPBridge()
         url = self.bridge.start()
+        self._mcp_token = self.bridge.token
         prompt = observation.get("prompt", "")
         if self.config.iteration_guidance:
             prompt = f"{prompt}\n\n{self.config.iteration_guidance}"
-        argv, stdin_text = self.command(binary, prompt, url, self._home)
+        argv, stdin_text = self.command(binary, prompt, url, self._home, self._mcp_token)
         argv = [*argv, *self.config.extra_args]
         self._usage, self._step_info, self._pending = StepUsage(cost_usd=0.0), {}, None
         self._calls_announced = self._calls_handed = 0
         self._summary = {"policy": self.name, "episode_id": episode_id, "binary": binary,
                          "argv": [a if a != prompt else "<prompt>" for a in argv],
                          "started": time.time(), "ended": None, "exit_code": None, "ending": None}
+        if any(self._mcp_token in a for a in argv):  # a policy bug; argv is readable by every local process
+            raise KernelGymError(f"{self.name}: the MCP bearer token must not be on the CLI's command line")
         self.proc = subprocess.Popen(argv, cwd=self._home, env=self.child_env(self._home, key),
                                      stdin=subprocess.PIPE if stdin_text is not None else subprocess.DEVNULL,
-                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
+                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True,
+                                     preexec_fn=_die_with_parent_hook())
         self._deadline = time.monotonic() + self.config.timeout_s
         self._readers = [threading.Thread(target=self._read_stdout, args=(self.proc.stdout,), daemon=True),
                          threading.Thread(target=self._read_stderr, args=(self.proc.stderr,
@@ -248,13 +305,15 @@ class CLIAgentPolicy:
         with self._announced:
             self._announced.wait_for(lambda: self._calls_announced >= self._calls_handed, timeout=TRANSCRIPT_LAG_S)
         waited = time.monotonic() - start
-        if isinstance(call.action, dict) and call.action.get("kind") == "submit":
+        if call.name == "submit":
+            # The submit tool takes no arguments: a bare submit, which the env always accepts, so the episode
+            # cannot end truncated on a submit the env would refuse (e.g. {"config": "zzz"}) after the CLI is gone.
             call.reply(SUBMITTED_REPLY)
             self.bridge.end_episode()
             self._wait_exit(self.config.exit_grace_s)
             self._finish("submitted")
             self._note_usage(time.monotonic() - start, final=True)
-            return call.action
+            return {"kind": "submit"}
         self._pending = call
         self._note_usage(waited)
         return call.action
@@ -284,6 +343,11 @@ class CLIAgentPolicy:
         """The next tool call, or None once the CLI has exited (calls it left queued are still handed out) or its
         time is up (then its group is killed)."""
         while True:
+            # The deadline first: a CLI that calls tools back to back never leaves the queue empty.
+            if time.monotonic() > self._deadline:
+                self._summary["ending"] = f"timed out after {self.config.timeout_s:g} s (process group killed)"
+                self._kill_group()
+                return None
             try:
                 return self.bridge.calls.get(timeout=0.1)
             except queue.Empty:
@@ -293,10 +357,6 @@ class CLIAgentPolicy:
                     return self.bridge.calls.get(timeout=0.2)
                 except queue.Empty:
                     return None
-            if time.monotonic() > self._deadline:
-                self._summary["ending"] = f"timed out after {self.config.timeout_s:g} s (process group killed)"
-                self._kill_group()
-                return None
 
     def _wait_exit(self, grace_s: float) -> None:
         try:
@@ -332,7 +392,7 @@ class CLIAgentPolicy:
             t.join(timeout=5)
         self._summary.update(ended=time.time(), exit_code=self.proc.returncode, ending=ending)
         summary_path = self.transcript_path.with_suffix(".summary.json")
-        summary_path.write_text(self._redact(json.dumps(self._summary, indent=1, default=str)))
+        write_private(summary_path, self._redact(json.dumps(self._summary, indent=1, default=str)))
 
     def _note_usage(self, waited_s: float, final: bool = False) -> None:
         if final and "cli_reported_cost_usd" in self._summary:  # the CLI's own estimate for the whole session
@@ -346,7 +406,8 @@ class CLIAgentPolicy:
         self._step_info["transcript"] = str(self.transcript_path)
 
     def _redact(self, text: str) -> str:
-        return text.replace(self._secret, "[redacted]") if self._secret else text
+        """`text` without the API key or the bridge's token (kernelgym.agent_tools.redact)."""
+        return redact(text, self._secret, self._mcp_token)
 
     def _write_stdin(self, pipe, text: str) -> None:
         try:
@@ -356,39 +417,60 @@ class CLIAgentPolicy:
             pass
 
     def _read_stdout(self, pipe) -> None:
+        """Copy the CLI's stdout to the transcript (redacted) and account its usage, line by line, until EOF.
+
+        Each line is parsed as the CLI wrote it (redacting first could break the JSON) and handled in its own
+        try: a line the parsers choke on is noted in the transcript and skipped. The reader must never stop
+        early: a CLI whose stdout pipe fills up blocks until its timeout."""
         totals = self._summary.setdefault("usage", StepUsage(cost_usd=0.0).to_dict())
-        with open(self.transcript_path, "a", encoding="utf-8") as out:
+        with open_private_append(self.transcript_path) as out:
             for raw in pipe:
-                line = self._redact(raw.decode("utf-8", errors="replace"))
-                out.write(line if line.endswith("\n") else line + "\n")
-                out.flush()
+                line = raw.decode("utf-8", errors="replace")
                 try:
-                    event = json.loads(line)
-                except ValueError:
-                    continue
-                if not isinstance(event, dict):
-                    continue
-                if isinstance(event.get("total_cost_usd"), (int, float)):
-                    self._summary["cli_reported_cost_usd"] = event["total_cost_usd"]
-                usage = self.parse_event(event)
-                stated = self.parse_totals(event)
-                if stated is not None:
-                    usage = StepUsage(**{k: max(0, getattr(stated, k) - totals[k]) for k in TOKEN_FIELDS},
-                                      cost_usd=0.0, model=stated.model)
-                if usage is not None:
-                    with self._lock:
-                        self._usage = self._usage + usage
-                        for k in (*TOKEN_FIELDS, "api_calls"):
-                            totals[k] += getattr(usage, k)
-                        totals["model"] = usage.model or totals.get("model")
-                announced = self.tool_calls_in(event)  # after its usage: act() takes both together
-                if announced:
-                    with self._announced:
-                        self._calls_announced += announced
-                        self._announced.notify_all()
+                    out.write(self._redact(line if line.endswith("\n") else line + "\n"))
+                    out.flush()
+                    self._account(line, totals)
+                except Exception as e:  # noqa: BLE001 - one bad line must not stop the draining
+                    try:
+                        out.write(json.dumps({"kernelgym_note": f"line not accounted: {type(e).__name__}: "
+                                              f"{self._redact(str(e))[:300]}"}) + "\n")
+                        out.flush()
+                    except (OSError, ValueError):
+                        pass
+
+    def _account(self, line: str, totals: dict[str, Any]) -> None:
+        """Add the usage and tool-call announcements of one transcript line (raw, not redacted)."""
+        try:
+            event = json.loads(line)
+        except (ValueError, RecursionError):
+            return
+        if not isinstance(event, dict):
+            return
+        cost = event.get("total_cost_usd")
+        if isinstance(cost, (int, float)) and not isinstance(cost, bool) and math.isfinite(cost) and cost >= 0:
+            self._summary["cli_reported_cost_usd"] = cost
+        usage = self.parse_event(event)
+        stated = self.parse_totals(event)
+        if stated is not None:
+            usage = StepUsage(**{k: max(0, token_count(getattr(stated, k)) - totals[k]) for k in TOKEN_FIELDS},
+                              cost_usd=0.0, model=stated.model)
+        if usage is not None:
+            # coerced again here: a policy's parser that lets a bad value through must not poison the totals
+            usage = StepUsage(**{k: token_count(getattr(usage, k)) for k in (*TOKEN_FIELDS, "api_calls")},
+                              cost_usd=0.0, model=usage.model if isinstance(usage.model, str) else None)
+            with self._lock:
+                self._usage = self._usage + usage
+                for k in (*TOKEN_FIELDS, "api_calls"):
+                    totals[k] += getattr(usage, k)
+                totals["model"] = usage.model or totals.get("model")
+        announced = token_count(self.tool_calls_in(event))  # after its usage: act() takes both together
+        if announced:
+            with self._announced:
+                self._calls_announced += announced
+                self._announced.notify_all()
 
     def _read_stderr(self, pipe, path: Path) -> None:
-        with open(path, "a", encoding="utf-8") as out:
+        with open_private_append(path) as out:
             for raw in pipe:
                 out.write(self._redact(raw.decode("utf-8", errors="replace")))
                 out.flush()

@@ -4,12 +4,14 @@ It behaves as Cursor documents its CLI in print mode: it takes ``-p/--print``, `
 text|json|stream-json``, ``--model``, ``--workspace``, ``--approve-mcps``, ``--trust``, ``-f/--force``, ``--api-key``
 and the prompt as its one positional argument, and refuses other flags; it needs ``CURSOR_API_KEY`` (or
 ``--api-key``); it loads MCP servers from ``<workspace>/.cursor/mcp.json`` and refuses to use them without
-``--approve-mcps``; it reads ``<workspace>/.cursor/cli.json`` permissions and refuses a call they deny; and it writes
+``--approve-mcps``, and sends each server's ``headers`` (the bearer token) with its requests; it reads ``<workspace>/.cursor/cli.json`` permissions and refuses a call they deny; and it writes
 stream-json events (``system``/init, ``user``, ``assistant``, ``tool_call`` started/completed, ``result``).
 
 Instead of a model, it plays the tool calls of ``$CURSOR_STANDIN_SCRIPT`` (a JSON list of ``[tool, arguments]``)
 through the MCP server, with the `mcp` SDK's client. ``$CURSOR_STANDIN_HANG=1`` makes it start a child process and
-then sleep (for the timeout test); the child's pid goes to ``$CURSOR_STANDIN_PIDFILE``.
+then sleep (for the timeout test); the child's pid goes to ``$CURSOR_STANDIN_PIDFILE``. ``$CURSOR_STANDIN_PRELUDE``
+(a JSON list of events) is printed first, then ``$CURSOR_STANDIN_NOISE`` lines of padding (more than a pipe holds),
+to check that a malformed event does not stop kernelgym from reading the stream.
 """
 from __future__ import annotations
 
@@ -41,12 +43,13 @@ def allowed(permissions: dict, server: str, tool: str) -> bool:
     return any(fnmatch.fnmatch(rule, p) for p in permissions.get("allow", []))
 
 
-async def play(url: str, script: list, session_id: str, permissions: dict) -> int:
+async def play(url: str, headers: dict, script: list, session_id: str, permissions: dict) -> int:
     from mcp import ClientSession
     from mcp.client.streamable_http import streamable_http_client
+    from mcp.shared._httpx_utils import create_mcp_http_client
 
     calls = 0
-    async with streamable_http_client(url) as streams:
+    async with create_mcp_http_client(headers=headers) as http, streamable_http_client(url, http_client=http) as streams:
         async with ClientSession(streams[0], streams[1]) as session:
             await session.initialize()
             names = {t.name for t in (await session.list_tools()).tools}
@@ -94,6 +97,10 @@ def main() -> None:
     permissions = json.loads(cli_file.read_text()).get("permissions", {}) if cli_file.is_file() else {}
     session_id = str(uuid.uuid4())
     start = time.monotonic()
+    for event in json.loads(os.environ.get("CURSOR_STANDIN_PRELUDE", "[]")):
+        emit(event)
+    for i in range(int(os.environ.get("CURSOR_STANDIN_NOISE", "0"))):
+        emit({"type": "noise", "i": i, "pad": "p" * 100})
     emit({"type": "system", "subtype": "init", "apiKeySource": "env" if not args.api_key else "flag",
           "cwd": str(workspace), "session_id": session_id, "model": args.model or "auto",
           "permissionMode": "force" if args.force else "default"})
@@ -104,8 +111,9 @@ def main() -> None:
         Path(os.environ["CURSOR_STANDIN_PIDFILE"]).write_text(str(child.pid))
         time.sleep(600)
     script = json.loads(os.environ.get("CURSOR_STANDIN_SCRIPT", "[]"))
-    url = servers.get("kernelgym", {}).get("url")
-    calls = asyncio.run(play(url, script, session_id, permissions)) if url else 0
+    server = servers.get("kernelgym", {})
+    url, headers = server.get("url"), server.get("headers") or {}
+    calls = asyncio.run(play(url, headers, script, session_id, permissions)) if url else 0
     text = f"Made {calls} tool calls."
     emit({"type": "assistant", "session_id": session_id, "message": {"role": "assistant", "content": [
         {"type": "text", "text": text}]}})

@@ -2,7 +2,8 @@
 MCP tools (see kernelgym.agents.launcher and docs/AGENT_CLIS.md).
 
 Its own tools are switched off with ``--tools ""`` (no built-in tool at all), only the kernelgym MCP server is
-loaded (``--mcp-config`` with ``--strict-mcp-config``), only its tools are allowed (``--allowedTools
+loaded (``--mcp-config <file>`` with ``--strict-mcp-config``; the file, 0600 in the CLI's private 0700 home, holds
+the server's URL and its bearer token, so neither is on the command line), only its tools are allowed (``--allowedTools
 mcp__kernelgym``, ``--permission-mode dontAsk`` refuses anything else), and ``--bare`` skips hooks, plugins,
 CLAUDE.md discovery and keychain reads. The transcript is its ``--output-format stream-json --verbose`` stream.
 """
@@ -13,8 +14,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from kernelgym.agents.launcher import CLIAgentConfig, CLIAgentPolicy
-from kernelgym.usage import StepUsage
+from kernelgym.agents.launcher import CLIAgentConfig, CLIAgentPolicy, write_private
+from kernelgym.usage import StepUsage, token_count
 
 #: What `kernelgym list` shows this policy needs.
 REQUIRES = ["binary:claude", "env:ANTHROPIC_API_KEY", "python:mcp"]
@@ -43,10 +44,14 @@ class ClaudeCodePolicy(CLIAgentPolicy):
         super().__init__(config)
         self._seen_messages: set[str] = set()
 
-    def command(self, binary: str, prompt: str, mcp_url: str, home: Path) -> tuple[list[str], str | None]:
-        mcp = {"mcpServers": {"kernelgym": {"type": "http", "url": mcp_url}}}
+    def command(self, binary: str, prompt: str, mcp_url: str, home: Path, token: str) -> tuple[list[str], str | None]:
+        """``claude -p`` with only the kernelgym MCP server, configured in ``<home>/kernelgym-mcp.json`` (0600)."""
+        mcp = {"mcpServers": {"kernelgym": {"type": "http", "url": mcp_url,
+                                            "headers": {"Authorization": f"Bearer {token}"}}}}
+        config_file = home / "kernelgym-mcp.json"
+        write_private(config_file, json.dumps(mcp))
         argv = [binary, "-p", "--output-format", "stream-json", "--verbose", "--bare", "--tools", "",
-                "--mcp-config", json.dumps(mcp), "--strict-mcp-config", "--allowedTools", "mcp__kernelgym",
+                "--mcp-config", str(config_file), "--strict-mcp-config", "--allowedTools", "mcp__kernelgym",
                 "--permission-mode", "dontAsk", "--disable-slash-commands", "--no-session-persistence"]
         if self.config.model:
             argv += ["--model", self.config.model]
@@ -80,15 +85,16 @@ class ClaudeCodePolicy(CLIAgentPolicy):
         message = event.get("message") if event.get("type") == "assistant" else None
         if not isinstance(message, dict) or not isinstance(message.get("usage"), dict):
             return None
-        if message.get("id") in self._seen_messages:
+        message_id = json.dumps(message.get("id"), sort_keys=True, default=str)  # hashable whatever its type
+        if message_id in self._seen_messages:
             return None
-        self._seen_messages.add(message.get("id"))
+        self._seen_messages.add(message_id)
         return _usage(message["usage"], api_calls=1, model=message.get("model"))
 
 
 def _usage(u: dict[str, Any], api_calls: int = 0, model: str | None = None) -> StepUsage:
     """A StepUsage from an Anthropic usage dict (cache reads and writes are counted apart from input_tokens)."""
-    return StepUsage(input_tokens=int(u.get("input_tokens") or 0), output_tokens=int(u.get("output_tokens") or 0),
-                     cached_tokens=int(u.get("cache_read_input_tokens") or 0),
-                     cache_write_tokens=int(u.get("cache_creation_input_tokens") or 0), cost_usd=0.0,
-                     api_calls=api_calls, model=model)
+    return StepUsage(input_tokens=token_count(u.get("input_tokens")), output_tokens=token_count(u.get("output_tokens")),
+                     cached_tokens=token_count(u.get("cache_read_input_tokens")),
+                     cache_write_tokens=token_count(u.get("cache_creation_input_tokens")), cost_usd=0.0,
+                     api_calls=api_calls, model=model if isinstance(model, str) else None)

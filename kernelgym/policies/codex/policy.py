@@ -7,7 +7,9 @@ Its own tools are switched off with ``--disable shell_tool`` (no shell, so no ap
 kernelgym MCP server is configured (``--ignore-user-config``: no config.toml is read), with its tools approved
 (``default_tools_approval_mode="approve"``, ``approval_policy="never"``). What stays on cannot touch the task: the
 MCP resource tools (list_mcp_resources, list_mcp_resource_templates, read_mcp_resource) talk only to kernelgym's
-server, which has no resources. The model is reached through a model provider defined on the command line (base URL,
+server, which has no resources. The MCP server's bearer token goes in the environment variable
+``KERNELGYM_MCP_TOKEN``, which the config names (``mcp_servers.kernelgym.bearer_token_env_var``): it is not on the
+command line, which any local process can read (the URL is, and is of no use without the token). The model is reached through a model provider defined on the command line (base URL,
 key variable, Responses API). The transcript is its ``--json`` JSONL stream.
 """
 from __future__ import annotations
@@ -17,8 +19,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from kernelgym.agents.launcher import CLIAgentConfig, CLIAgentPolicy
-from kernelgym.usage import StepUsage
+from kernelgym.agents.launcher import MCP_TOKEN_ENV, CLIAgentConfig, CLIAgentPolicy
+from kernelgym.usage import StepUsage, token_count
 
 #: What `kernelgym list` shows this policy needs.
 REQUIRES = ["binary:codex", "env:OPENAI_API_KEY", "python:mcp"]
@@ -48,12 +50,15 @@ class CodexPolicy(CLIAgentPolicy):
     install_hint = ("Install it with `bash .ci/setup --agents` (npm: @openai/codex@0.171.0 into .agents/), or "
                     "`npm install -g @openai/codex`, or set `binary` to its path.")
 
-    def command(self, binary: str, prompt: str, mcp_url: str, home: Path) -> tuple[list[str], str | None]:
+    def command(self, binary: str, prompt: str, mcp_url: str, home: Path, token: str) -> tuple[list[str], str | None]:
+        """``codex exec`` with only the kernelgym MCP server; the token is read from $KERNELGYM_MCP_TOKEN (see
+        `child_env`)."""
         provider = {"name": "kernelgym", "base_url": self.config.base_url, "env_key": self.config.api_key_env,
                     "wire_api": "responses"}
         settings = {"model_provider": "kernelgym",
                     **{f"model_providers.kernelgym.{k}": v for k, v in provider.items()},
                     "mcp_servers.kernelgym.url": mcp_url,
+                    "mcp_servers.kernelgym.bearer_token_env_var": MCP_TOKEN_ENV,
                     "mcp_servers.kernelgym.default_tools_approval_mode": "approve",
                     "approval_policy": "never", "web_search": "disabled",
                     "tools.experimental_request_user_input.enabled": False,
@@ -73,7 +78,8 @@ class CodexPolicy(CLIAgentPolicy):
     def child_env(self, home: Path, key: str) -> dict[str, str]:
         env = super().child_env(home, key)
         env["CODEX_HOME"] = str(home / ".codex")
-        (home / ".codex").mkdir(exist_ok=True)
+        env[MCP_TOKEN_ENV] = self._mcp_token  # named by mcp_servers.kernelgym.bearer_token_env_var
+        (home / ".codex").mkdir(mode=0o700, exist_ok=True)
         return env
 
     def tool_calls_in(self, event: dict[str, Any]) -> int:
@@ -87,8 +93,8 @@ class CodexPolicy(CLIAgentPolicy):
         u = event.get("usage") if event.get("type") == "turn.completed" else None
         if not isinstance(u, dict):
             return None
-        cached = int(u.get("cached_input_tokens") or 0)
-        written = int(u.get("cache_write_input_tokens") or 0)
-        return StepUsage(input_tokens=max(0, int(u.get("input_tokens") or 0) - cached - written),
-                         output_tokens=int(u.get("output_tokens") or 0), cached_tokens=cached,
+        cached = token_count(u.get("cached_input_tokens"))
+        written = token_count(u.get("cache_write_input_tokens"))
+        return StepUsage(input_tokens=max(0, token_count(u.get("input_tokens")) - cached - written),
+                         output_tokens=token_count(u.get("output_tokens")), cached_tokens=cached,
                          cache_write_tokens=written, cost_usd=0.0, api_calls=0, model=self.config.model or None)

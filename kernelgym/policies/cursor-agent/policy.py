@@ -5,8 +5,8 @@ Cursor's CLI has no flag that removes its own tools. Its documented permission r
 working directory gets ``.cursor/cli.json`` (and $HOME ``.cursor/cli-config.json``) denying ``Shell(*)``,
 ``Read(**)``, ``Write(**)`` and ``WebFetch(*)`` and allowing ``Mcp(kernelgym:*)``, and ``--force`` is not passed, so
 nothing runs unapproved. What those rules might still let through meets an empty directory with a clean environment:
-nothing of the task is there. The MCP server is configured in that directory's ``.cursor/mcp.json`` and approved
-with ``--approve-mcps``. The key goes in ``CURSOR_API_KEY`` (not on the command line). The transcript is its
+nothing of the task is there. The MCP server is configured in that directory's ``.cursor/mcp.json`` (0600, with the
+server's bearer token in ``headers``; the directory is private, 0700) and approved with ``--approve-mcps``. The key goes in ``CURSOR_API_KEY`` (not on the command line). The transcript is its
 ``--output-format stream-json`` stream.
 
 The real CLI is in no registry reachable where this was written: its launcher is tested with a stand-in executable
@@ -19,8 +19,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from kernelgym.agents.launcher import CLIAgentConfig, CLIAgentPolicy
-from kernelgym.usage import StepUsage
+from kernelgym.agents.launcher import CLIAgentConfig, CLIAgentPolicy, write_private
+from kernelgym.usage import StepUsage, token_count
 
 #: What `kernelgym list` shows this policy needs.
 REQUIRES = ["binary:cursor-agent", "env:CURSOR_API_KEY", "python:mcp"]
@@ -47,12 +47,14 @@ class CursorAgentPolicy(CLIAgentPolicy):
                     "PATH, or set `binary` to its path.")
     fixed_env = {"NO_UPDATE_NOTIFIER": "1"}
 
-    def command(self, binary: str, prompt: str, mcp_url: str, home: Path) -> tuple[list[str], str | None]:
+    def command(self, binary: str, prompt: str, mcp_url: str, home: Path, token: str) -> tuple[list[str], str | None]:
+        """``cursor-agent -p`` with the MCP server (URL and bearer token) and permission rules in ``.cursor/``."""
         cursor = home / ".cursor"
-        cursor.mkdir(exist_ok=True)
-        (cursor / "mcp.json").write_text(json.dumps({"mcpServers": {"kernelgym": {"url": mcp_url}}}))
-        (cursor / "cli.json").write_text(json.dumps({"permissions": PERMISSIONS}))
-        (cursor / "cli-config.json").write_text(json.dumps({"version": 1, "permissions": PERMISSIONS}))
+        cursor.mkdir(mode=0o700, exist_ok=True)
+        write_private(cursor / "mcp.json", json.dumps({"mcpServers": {"kernelgym": {
+            "url": mcp_url, "headers": {"Authorization": f"Bearer {token}"}}}}))
+        write_private(cursor / "cli.json", json.dumps({"permissions": PERMISSIONS}))
+        write_private(cursor / "cli-config.json", json.dumps({"version": 1, "permissions": PERMISSIONS}))
         argv = [binary, "-p", "--output-format", "stream-json", "--approve-mcps", "--trust", "--workspace", str(home)]
         if self.config.model:
             argv += ["--model", self.config.model]
@@ -76,7 +78,7 @@ class CursorAgentPolicy(CLIAgentPolicy):
             return None
 
         def n(*keys: str) -> int:
-            return int(next((u[k] for k in keys if isinstance(u.get(k), (int, float))), 0))
+            return token_count(next((u[k] for k in keys if k in u), 0))
         return StepUsage(input_tokens=n("inputTokens", "input_tokens"), output_tokens=n("outputTokens", "output_tokens"),
                          cached_tokens=n("cacheReadTokens", "cache_read_tokens", "cached_tokens"),
                          cache_write_tokens=n("cacheWriteTokens", "cache_write_tokens"), cost_usd=0.0,
