@@ -7,7 +7,8 @@ by listing folders: the built-in ones (``kernelgym/policies``), then each folder
 error naming both folders). Keyword overrides win over the YAML.
 
 A policy.py may define ``REQUIRES``, a literal list of what the policy needs to run, each entry
-``"env:VAR"`` (an environment variable, e.g. an API key), ``"binary:NAME"`` (a program on PATH) or
+``"env:VAR"`` (an environment variable, e.g. an API key), ``"binary:NAME"`` (a program where the CLI policies
+look: .agents/node_modules/.bin, beside this Python, or on PATH) or
 ``"python:MODULE"`` (an importable module). `policy_requirements` reads it without importing the file, and
 ``kernelgym list`` shows it, marking what is missing here.
 """
@@ -18,7 +19,6 @@ import dataclasses
 import difflib
 import importlib.util
 import os
-import shutil
 import sys
 from pathlib import Path
 from typing import Any, Protocol
@@ -79,12 +79,16 @@ def policy_requirements(folder: Path) -> list[str]:
 
 
 def requirement_met(requirement: str) -> bool | None:
-    """Whether ``env:VAR`` is set, ``binary:NAME`` is on PATH, ``python:MODULE`` imports; None for another form."""
+    """Whether ``env:VAR`` is set, ``binary:NAME`` is found where the CLI policies look for it (see
+    kernelgym.agents.launcher.locate_binary: .agents/node_modules/.bin, beside this Python, PATH), ``python:MODULE``
+    imports; None for another form."""
     kind, _, name = requirement.partition(":")
     if kind == "env":
         return bool(os.environ.get(name))
     if kind == "binary":
-        return shutil.which(name) is not None
+        # imported here: the launcher imports agent_tools and usage, and `kernelgym list` must not pay for it early
+        from kernelgym.agents.launcher import locate_binary
+        return locate_binary(name) is not None
     if kind == "python":
         try:
             return importlib.util.find_spec(name) is not None

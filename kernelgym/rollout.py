@@ -6,6 +6,7 @@ from typing import Any, Callable
 
 import gymnasium as gym
 
+from kernelgym.agent_tools import redact
 from kernelgym.policy import Policy
 from kernelgym.usage import StepUsage, episode_totals
 
@@ -54,7 +55,8 @@ def rollout(env: gym.Env, policy: Policy, seed: int | None = None,
             try:
                 action = policy.act(obs, info)
             except Exception as e:  # noqa: BLE001 - a broken policy still gets its kernel graded
-                error, action = f"policy error: {type(e).__name__}: {e}", {"kind": "submit"}
+                # redacted: an SDK error may quote the request's headers (a proxy echoing them), key included
+                error, action = redact(f"policy error: {type(e).__name__}: {e}"), {"kind": "submit"}
             act_wall_s = time.monotonic() - act_start
             policy_wall_s += act_wall_s
             record, usage = _step_info(policy, act_wall_s)

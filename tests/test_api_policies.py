@@ -96,6 +96,46 @@ def test_tool_arguments_cannot_change_the_kind():
     assert tool_call_to_action("submit", None) == tool_call_to_action("submit", "") == {"kind": "submit"}
 
 
+@pytest.mark.parametrize("name", [t["name"] for t in TOOLS])
+def test_tool_arguments_cannot_end_the_episode_truncated(name):
+    """``truncate`` is the policy's "the agent stopped" signal: a model that sends it (in any tool's arguments, as
+    a dict or as JSON text) gets its call without it, and never a truncated submit."""
+    for args in ({"truncate": True, "kind": "submit"}, json.dumps({"truncate": True, "kind": "submit"})):
+        action = tool_call_to_action(name, args)
+        assert action == {"kind": name}
+        if name == "submit":
+            assert not parse_action(action).truncate
+
+
+def test_model_sent_truncate_does_not_truncate_the_episode(monkeypatch, tmp_path):
+    monkeypatch.setenv("ANTHROPIC_API_KEY", FAKE_KEY)
+    with fake_anthropic([anthropic_reply("", [("submit", {"truncate": True})])]) as server:
+        env = TrajectoryRecorder(StubEnv(), tmp_path / "t.jsonl")
+        rollout(env, load_policy("anthropic", base_url=server.base_url, **FAST))
+    (step,) = [x for x in _trajectory(tmp_path / "t.jsonl") if x["event"] == "step"]
+    assert step["action"] == {"kind": "submit"}
+    assert step["policy"]["tool_call"]["arguments"] == {"truncate": True}  # what the model sent, kept as a record
+
+
+def test_api_key_echoed_in_an_error_is_redacted(monkeypatch, tmp_path):
+    """A server (or proxy) that quotes the request's headers in its error body: the key does not reach the
+    result's policy_error (results.json)."""
+    monkeypatch.setenv("ANTHROPIC_API_KEY", FAKE_KEY)
+    echo = (400, {"type": "error", "error": {"type": "invalid_request_error",
+                                             "message": f"bad request; headers were x-api-key: {FAKE_KEY}"}}, {})
+    with fake_anthropic([echo]) as server:
+        result = rollout(StubEnv(), load_policy("anthropic", base_url=server.base_url, **FAST))
+    assert "BadRequestError" in result["policy_error"] and "x-api-key: [redacted]" in result["policy_error"]
+    assert FAKE_KEY not in result["policy_error"]
+
+
+def test_openai_cached_beyond_prompt_tokens_counts_zero_input(monkeypatch):
+    monkeypatch.setenv("OPENAI_API_KEY", FAKE_KEY)
+    with fake_openai([openai_reply(calls=[("submit", {})], prompt_tokens=100, cached=150)]) as server:
+        result = rollout(StubEnv(), load_policy("openai", base_url=server.base_url, **FAST))
+    assert (result["usage"]["input_tokens"], result["usage"]["cached_tokens"]) == (0, 150)
+
+
 # -- usage and prices -----------------------------------------------------------------------------------------------
 def test_price_table_costs_dated_ids_and_leaves_unknown_models_unpriced():
     table = PriceTable({"m": {"input": 3.0, "output": 15.0, "cached_input": 0.3, "cache_write": 3.75}}, "2025-11-24")

@@ -133,3 +133,17 @@ def test_requires_is_read_without_importing(tmp_path):
     folder = _policy(tmp_path / "mine", source='raise SystemExit("imported!")\nREQUIRES = ["env:MY_KEY"]\n')
     assert policy_requirements(folder) == ["env:MY_KEY"]
     assert policy_requirements(_policy(tmp_path / "mine", name="bad", source="def broken(:\n")) == []
+
+
+def test_binary_requirement_is_met_where_the_cli_policies_look(tmp_path, monkeypatch):
+    """`kernelgym list` finds a CLI that `bash .ci/setup --agents` installed into .agents/ (not on PATH)."""
+    import kernelgym.agents.launcher as launcher
+    from kernelgym.policy import requirement_met
+    cli = tmp_path / "agents" / "node_modules" / ".bin" / "kgtest-fake-cli"
+    cli.parent.mkdir(parents=True)
+    cli.write_text("#!/bin/sh\n")
+    cli.chmod(0o755)
+    monkeypatch.setattr(launcher, "LOCAL_AGENTS_DIR", tmp_path / "agents")
+    monkeypatch.setenv("PATH", str(tmp_path / "empty"))
+    assert requirement_met("binary:kgtest-fake-cli") is True
+    assert requirement_met("binary:kgtest-no-such-cli") is False

@@ -85,7 +85,8 @@ class OpenaiPolicy(ToolCallingPolicy):
         u = response.usage
         details = getattr(u, "prompt_tokens_details", None) if u else None
         cached = (getattr(details, "cached_tokens", None) or 0) if details else 0
-        usage = StepUsage(input_tokens=(u.prompt_tokens or 0) - cached if u else 0,
+        # clamped: a server that reports more cached than prompt tokens must not make a negative count
+        usage = StepUsage(input_tokens=max(0, (u.prompt_tokens or 0) - cached) if u else 0,
                           output_tokens=(u.completion_tokens or 0) if u else 0, cached_tokens=cached,
                           model=response.model or cfg.model,
                           note=None if u else "the server reported no token usage")
