@@ -63,20 +63,19 @@ if _harness is not None and hasattr(_harness, "time_pair"):
 def wait_prepared(grader, timeout_s=300):
     """Wait as an agent's episode would: until the worker, the observed run started ahead and the baseline's
     observation are prepared, and the references computed."""
-    from kernelgym.grader import grader as grader_module
     from kernelgym.grader.protocol import PREPARED_MARKER
     log, deadline = grader._prepared.gdir / "harness.log", time.monotonic() + timeout_s
     while PREPARED_MARKER not in (log.read_text() if log.exists() else ""):
         if time.monotonic() > deadline or not grader.worker.alive():
             raise RuntimeError(f"the worker did not prepare: {log.read_text() if log.exists() else ''}")
         time.sleep(0.05)
+    if grader._observer_thread is not None:
+        grader._observer_thread.join()
     ahead = grader._observing
     while ahead is not None and PREPARED_MARKER not in "".join(ahead.output):
         if time.monotonic() > deadline or ahead.proc.poll() is not None:
             raise RuntimeError(f"the observed run did not prepare: {''.join(ahead.output)[-2000:]}")
         time.sleep(0.05)
-    for thread in list(grader_module._BASELINE_THREADS.values()):
-        thread.join()
     grader._prepared.references.wait()
 
 
@@ -95,9 +94,9 @@ def grade(task_name, files, config, hw, reports=None, label=""):
     g = grader.grade(ws, seed=5)
     wall = time.monotonic() - t0
     grader.stop_worker()
-    if reports is not None:
-        for i, log in enumerate(sorted(grader.work_dir.glob("observed-*/ncu.csv"))):
-            shutil.copy(log, Path(reports) / f"{label}-{i}.csv")
+    observed = grader._observed_outputs
+    if reports is not None and observed is not None and (observed.parent / "ncu.csv").exists():
+        shutil.copy(observed.parent / "ncu.csv", Path(reports) / f"{label}.csv")  # the candidate's observed run
     rows = [{k: c.get(k) for k in ("config", "correct", "error", "speedup", "noise_band", "observed_ms",
                                    "observed_baseline_ms")} for c in g.configs]
     log = getattr(grader.session, "observer_log", "")
@@ -122,6 +121,7 @@ def main():
     ap.add_argument("--out", default="observer.json")
     ap.add_argument("--reports", default=None, help="copy the profiler's CSV reports here")
     ap.add_argument("--n", type=int, default=3, help="gradings per latency mode")
+    ap.add_argument("--only", default="", help="comma-separated prefixes of the runs to make (default: all)")
     args = ap.parse_args()
     hw = detect_profile()
     if hw.interpreter:
@@ -135,8 +135,11 @@ def main():
     unchecked = GraderConfig(static_check=False)
 
     def run(name, *a, **k):
+        if args.only and not any(name.startswith(o) for o in args.only.split(",")):
+            return
         try:
-            out[name] = grade(*a, hw=hw, reports=args.reports, label=name, **k)
+            keep = args.reports if not name.startswith("latency") or name.endswith("on_0") else None
+            out[name] = grade(*a, hw=hw, reports=keep, label=name, **k)
             show(name, out[name])
         except Exception as e:  # noqa: BLE001 - one failure must not lose the other measurements
             out[name] = {"error": f"{type(e).__name__}: {e}"}
@@ -153,7 +156,8 @@ def main():
         run(f"latency_observer_on_{i}", "triton-rmsnorm", {}, on)
     for i in range(args.n):
         run(f"latency_observer_off_{i}", "triton-rmsnorm", {}, off)
-    lat = {mode: [out[f"latency_observer_{mode}_{i}"].get("wall_s") for i in range(args.n)] for mode in ("on", "off")}
+    lat = {mode: [out.get(f"latency_observer_{mode}_{i}", {}).get("wall_s") for i in range(args.n)]
+           for mode in ("on", "off")}
     out["latency_summary"] = lat
     print("latency (s):", lat, flush=True)
     Path(args.out).write_text(json.dumps(out, indent=1, default=str))

@@ -5,6 +5,7 @@ events for `harness.Timed` (`fake_cuda`)."""
 import contextlib
 import os
 import shutil
+from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
@@ -286,16 +287,18 @@ MARK = "at::<unnamed>::spin_kernel(long)"
 @pytest.fixture
 def observation():
     """observation(checked, warmup=None, at_import=(), after=()) -> an `observer.Observation` cut from a kernel list as
-    the harness launches them: per config, a marker, its warm-up kernels, a marker, its checked kernels; markers
-    before the import and after the last call. Kernels are (name, ns) pairs; `warmup` defaults to `checked`."""
+    the harness launches them: a marker, the import's kernels, every config's warm-up call, a marker, then the checked
+    calls one marker apart, and a marker after the last. Kernels are (name, ns) pairs; `warmup` defaults to
+    `checked`."""
     from kernelgym.grader.observer import Kernel, split
 
     def make(checked, warmup=None, at_import=(), after=()):
         ks = [Kernel("void at::native::distribution_elementwise_grid_stride_kernel<float>(int)", 900.0), Kernel(MARK, 1e3)]
         ks += [Kernel(*k) for k in at_import]
-        for i, calls in enumerate(checked):
-            ks += [Kernel(MARK, 1e3), *(Kernel(*k) for k in (warmup[i] if warmup else calls)), Kernel(MARK, 1e3),
-                   *(Kernel(*k) for k in calls)]
+        for calls in (warmup or checked):
+            ks += [Kernel(*k) for k in calls]
+        for calls in checked:
+            ks += [Kernel(MARK, 1e3), *(Kernel(*k) for k in calls)]
         ks += [Kernel(MARK, 1e3), *(Kernel(*k) for k in after)]
         return split(ks, len(checked))
     return make
@@ -328,3 +331,22 @@ def observed_grader(fake_grader, monkeypatch):
         monkeypatch.setattr(g, "baseline_observation", baseline_observation)
         return g
     return make
+
+
+@pytest.fixture
+def recorded():
+    """recorded(name, n_configs=5) -> the `observer.Observation` of a report in tests/data/ncu/ (see its README). A
+    ``.v1-layout`` report (a marker before each warm-up and each checked call) is regrouped into the current layout:
+    the import's and every warm-up call's kernels first, then each checked call's."""
+    from kernelgym.grader.observer import MARKER_KERNEL, Observation, parse_report, split
+
+    def load(name, n_configs=5):
+        kernels = parse_report((Path(__file__).resolve().parent / "data" / "ncu" / name).read_text())
+        if ".v1-layout" not in name:
+            return split(kernels, n_configs)
+        marks = [i for i, k in enumerate(kernels) if MARKER_KERNEL in k.name]
+        assert len(marks) == 2 * n_configs + 2, f"{name}: not a v1-layout report of {n_configs} configs"
+        parts = [kernels[a + 1:b] for a, b in zip(marks, marks[1:])]
+        before = parts[0] + [k for warmup in parts[1::2] for k in warmup]
+        return Observation(before=before, checked=parts[2::2], after=kernels[marks[-1] + 1:])
+    return load

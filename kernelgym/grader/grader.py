@@ -66,7 +66,6 @@ MAX_CACHE_BYTES = 256 << 20
 
 #: Observed runs of pristine baselines, by (task folder, hardware id, configs, sandbox): made once per process.
 _BASELINE_OBSERVATIONS: dict[tuple, Observation] = {}
-_BASELINE_THREADS: dict[tuple, threading.Thread] = {}
 _BASELINE_LOCK = threading.Lock()
 
 
@@ -231,6 +230,9 @@ class Grader:
         self.session: GradingSession | None = None
         """The last grading's session (for benchmarks and tests)."""
         self._observing: _ObservedRun | None = None
+        self._observer_thread: threading.Thread | None = None
+        self._ahead_lock = threading.Lock()
+        self._ahead_token: object | None = None
         self._observed_outputs: Path | None = None
         self._observe_drawn: dict[Path, bool] = {}
 
@@ -254,10 +256,27 @@ class Grader:
             self.worker.prepare(session.gdir / REQUEST)
             self._prepared = session
             if self.observer_unavailable() is None:
-                self._start_baseline_observation()
                 observed = self._observe_drawn[session.gdir] = _draw() < self.config.observe_fraction
-                if observed:
-                    self._observing = self._start_observed_run(session.gdir, session.seed)
+                self._ahead_token = token = object()
+                self._observer_thread = threading.Thread(target=self._prepare_observer, daemon=True,
+                                                         args=(session, observed, token))
+                self._observer_thread.start()
+
+    def _prepare_observer(self, session: GradingSession, observed: bool, token: object) -> None:
+        """In the background, one profiler at a time (two profiling at once conflict; seen on the H200): observe the
+        baseline unless that is done, then start the candidate's observed run ahead where this grading is observed."""
+        try:
+            self.baseline_observation()
+        except ObserverError:
+            pass  # said in the grade, where it matters
+        if not observed:
+            return
+        run = self._start_observed_run(session.gdir, session.seed)
+        with self._ahead_lock:
+            if self._ahead_token is token:
+                self._observing = run
+                return
+        kill_group(run.proc)  # the grading it was for was given up meanwhile
 
     def stop_worker(self) -> None:
         """Kill the warm worker, if any (and with it any grading it is running), and any observed run started ahead."""
@@ -267,10 +286,11 @@ class Grader:
         self.stop_observer()
 
     def stop_observer(self) -> None:
-        """Kill the observed run started ahead for the next grading, if any."""
-        if self._observing is not None:
-            kill_group(self._observing.proc)
-            self._observing = None
+        """Kill the observed run started ahead for the next grading, if any (or give up the one being started)."""
+        with self._ahead_lock:
+            self._ahead_token, ahead, self._observing = None, self._observing, None
+        if ahead is not None:
+            kill_group(ahead.proc)
 
     # -- the gates -------------------------------------------------------------------------------------------------
     def grade(self, workspace: Path, seed: int) -> Grade:
@@ -357,8 +377,6 @@ class Grader:
             return "not available on the CPU interpreter: no GPU, no profiler"
         if self.hardware.vendor != "nvidia":
             return f"not implemented for {self.hardware.vendor} GPUs (rocprofv3 would serve; never run here)"
-        if not self.config.measure:
-            return "not run when performance is not measured"
         if not gpu_devices():
             return "no GPU device nodes (/dev/nvidia*) on this machine"
         if find_ncu() is None:
@@ -498,16 +516,16 @@ class Grader:
             correct.passed = False
             correct.messages.append(f"outside observer required, but {unavailable}")
             return None
-        try:
-            baseline = self.baseline_observation()
-        except ObserverError as e:  # the pristine baseline cannot be observed: the machine's fault, not the kernel's
-            checks["observer"] = checks["speedup_cross_check"] = f"unavailable: {e}"
-            correct.messages.append(f"outside observer unavailable: {e}")
-            return speedups
         own = self.backend.own_kernel_names(sources) if hasattr(self.backend, "own_kernel_names") else set()
         try:
             observation = self._observed_run(session, sources)
         except ObserverError as e:
+            try:  # where the pristine baseline cannot be observed either, the machine is at fault, not the kernel
+                self.baseline_observation()
+            except ObserverError as machine:
+                checks["observer"] = checks["speedup_cross_check"] = f"unavailable: {machine}"
+                correct.messages.append(f"outside observer unavailable: {machine}")
+                return speedups
             checks["observer"] = checks["speedup_cross_check"] = f"failed: {e}"
             correct.passed = False
             correct.messages.append(f"outside observer: {e}")
@@ -535,6 +553,12 @@ class Grader:
         if not speedups:
             checks["speedup_cross_check"] = "not run: no speedup measured"
             return speedups
+        try:
+            baseline = self.baseline_observation()
+        except ObserverError as e:
+            checks["speedup_cross_check"] = f"unavailable: the baseline could not be observed: {e}"
+            perf.messages.append(f"speedup not cross-checked: the baseline could not be observed: {e}")
+            return speedups
         refused = []
         for i, row in enumerate(rows):
             row["observed_baseline_ms"] = baseline.checked_ms(i)
@@ -552,44 +576,19 @@ class Grader:
 
     def baseline_observation(self) -> Observation:
         """The pristine baseline's observed run on this grader's configs (its device times per config), made once
-        per task, hardware and configs in this process (started in the background by `start_worker`).
+        per task, hardware and configs in this process (in the background by `start_worker`, or here).
 
         Raises:
             ObserverError: the baseline's run under the profiler failed or its report is unusable.
         """
         key = self._baseline_key()
-        with _BASELINE_LOCK:
-            thread = _BASELINE_THREADS.get(key)
-        if thread is not None:
-            thread.join()
-        with _BASELINE_LOCK:
-            found = _BASELINE_OBSERVATIONS.get(key)
-        if isinstance(found, Observation):
-            return found
-        observation = self._run_baseline_observation()
-        with _BASELINE_LOCK:
-            _BASELINE_OBSERVATIONS[key] = observation
-        return observation
+        with _BASELINE_LOCK:  # held while observing: one profiler at a time, and each baseline observed once
+            if key not in _BASELINE_OBSERVATIONS:
+                _BASELINE_OBSERVATIONS[key] = self._run_baseline_observation()
+            return _BASELINE_OBSERVATIONS[key]
 
     def _baseline_key(self) -> tuple:
         return str(self.task.root), self.hardware.id, json.dumps(self.configs, sort_keys=True), self.config.sandbox
-
-    def _start_baseline_observation(self) -> None:
-        """Observe the baseline in a background thread, unless it is observed already (or being observed)."""
-        key = self._baseline_key()
-
-        def observe():
-            try:
-                observation = self._run_baseline_observation()
-            except ObserverError:
-                return  # `baseline_observation` tries again, and reports the error
-            with _BASELINE_LOCK:
-                _BASELINE_OBSERVATIONS[key] = observation
-        with _BASELINE_LOCK:
-            if key in _BASELINE_OBSERVATIONS or key in _BASELINE_THREADS:
-                return
-            thread = _BASELINE_THREADS[key] = threading.Thread(target=observe, daemon=True)
-        thread.start()
 
     def _run_baseline_observation(self) -> Observation:
         build = self._baseline_built() if self.backend.BUILDS else None
@@ -641,7 +640,10 @@ class Grader:
         Raises:
             ObserverError: the run timed out, failed, or its report is missing or incomplete.
         """
-        ahead, self._observing = self._observing, None
+        if self._observer_thread is not None:
+            self._observer_thread.join()  # the observed run started ahead may still be starting
+        with self._ahead_lock:
+            self._ahead_token, ahead, self._observing = None, self._observing, None
         if ahead is not None and (ahead.gdir != session.gdir or ahead.proc.poll() is not None):
             kill_group(ahead.proc)  # prepared for another grading, or died before go: no candidate code ran in it
             ahead = None

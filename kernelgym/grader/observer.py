@@ -1,16 +1,16 @@
 """The outside observer: which kernels ran in each checked call, and for how long, as Nsight Compute saw them.
 
-On NVIDIA GPUs the candidate's check runs once more, in a fresh sandboxed process under ``ncu`` (the observed run:
-harness mode ``check`` with ``observe``). The harness launches a marker kernel (`protocol.MARKER_KERNEL`) before it
-imports the candidate, before each of two calls per config (a warm-up call, then the checked one) and after the last;
-the profiler lists every kernel the process ran, in launch order, with its device time. Here, in the trusted parent:
+On NVIDIA GPUs the candidate's check runs once more, in a sandboxed process under ``ncu`` (the observed run: harness
+mode ``check`` with ``observe``). The harness launches a marker kernel (`protocol.MARKER_KERNEL`) before it imports
+the candidate, after a warm-up call of every config, between two checked calls and after the last; the profiler
+lists every kernel the process ran, in launch order, with its device time. Here, in the trusted parent:
 
-- `parse_report` reads ncu's CSV; `split` cuts the list at the markers (exactly ``2 * configs + 2`` of them, or the
-  run is incomplete: it died, or the candidate launched the marker itself);
+- `parse_report` reads ncu's CSV; `split` cuts the list at the markers (exactly ``configs + 2`` of them, or the run
+  is incomplete: it died, or the candidate launched the marker itself);
 - `foreign_kernels` names every kernel after the first marker that is neither one of the candidate's own (the names
   its backend finds in its sources, ``own_kernel_names``) nor on the short allow-list (`ALLOWED_KERNELS`: PyTorch's
-  fill and copy kernels, i.e. allocation with zeros and copies): a library or PyTorch kernel that ran there fails
-  every config whose calls it ran in (import-time ones fail every config);
+  fill and copy kernels, i.e. allocation with zeros and copies): a library or PyTorch kernel in a checked call fails
+  that config; one at import, in the warm-up calls or after the last call fails every config;
 - `cross_check` compares a measured speedup with the ratio of the observed device times of the baseline's and the
   candidate's checked calls: a speedup above the noise band and more than `margin` above the observed ratio earns
   nothing.
@@ -57,11 +57,10 @@ class Kernel:
 
 @dataclass
 class Observation:
-    """An observed run cut at its markers: kernels at import, per config those of the warm-up and the checked call,
-    and those after the last marker."""
+    """An observed run cut at its markers: the kernels of the import and the warm-up calls, per config those of the
+    checked call, and those after the last marker."""
 
-    at_import: list[Kernel]
-    warmup: list[list[Kernel]]
+    before: list[Kernel]
     checked: list[list[Kernel]]
     after: list[Kernel] = field(default_factory=list)
 
@@ -116,17 +115,17 @@ def parse_report(text: str) -> list[Kernel]:
 
 def split(kernels: list[Kernel], n_configs: int) -> Observation:
     """Cut the observed run's kernels at the marker kernels: before the first, the harness's own preparation (inputs;
-    not the candidate's); then the import, and per config a warm-up and a checked call; then the rest.
+    not the candidate's); then the import and the warm-up calls; then each checked call; then the rest.
 
     Raises:
-        ObserverError: not exactly ``2 * n_configs + 2`` markers (the run did not finish, or markers were forged).
+        ObserverError: not exactly ``n_configs + 2`` markers (the run did not finish, or markers were forged).
     """
     marks = [i for i, k in enumerate(kernels) if MARKER_KERNEL in k.name]
-    if len(marks) != 2 * n_configs + 2:
-        raise ObserverError(f"the observed run launched {len(marks)} marker kernels where {2 * n_configs + 2} were "
+    if len(marks) != n_configs + 2:
+        raise ObserverError(f"the observed run launched {len(marks)} marker kernels where {n_configs + 2} were "
                             f"expected: it did not finish, or the candidate launched the marker kernel itself")
     parts = [kernels[a + 1:b] for a, b in zip(marks, marks[1:])]
-    return Observation(at_import=parts[0], warmup=parts[1::2], checked=parts[2::2], after=kernels[marks[-1] + 1:])
+    return Observation(before=parts[0], checked=parts[1:], after=kernels[marks[-1] + 1:])
 
 
 def base_name(name: str) -> tuple[str, str]:
@@ -152,13 +151,12 @@ def is_allowed(name: str) -> bool:
 
 def foreign_kernels(observation: Observation, own: set[str]) -> list[list[str]]:
     """Per config, the names of kernels that ran with the candidate loaded and are neither its own nor allowed: those
-    of its warm-up and checked calls, plus those at import and after the last call (which count against every
-    config). Empty lists: only the candidate's kernels ran."""
+    of its checked call, plus those of the import, the warm-up calls and after the last call (which count against
+    every config). Empty lists: only the candidate's kernels ran."""
     def foreign(kernels: list[Kernel]) -> list[str]:
         return [k.name for k in kernels if MARKER_KERNEL not in k.name and not is_own(k.name, own) and not is_allowed(k.name)]
-    everywhere = foreign(observation.at_import) + foreign(observation.after)
-    return [list(dict.fromkeys(everywhere + foreign(w) + foreign(c)))
-            for w, c in zip(observation.warmup, observation.checked)]
+    everywhere = foreign(observation.before) + foreign(observation.after)
+    return [list(dict.fromkeys(everywhere + foreign(c))) for c in observation.checked]
 
 
 def cross_check(speedup: float, noise_band: list[float] | None, baseline_ms: float, candidate_ms: float,

@@ -118,9 +118,10 @@ class Request:
     require_own_launch: bool = True
     """Fail a config where none of the candidate's own kernels ran (the backend counts them)."""
     observe: bool = False
-    """An observed run (mode ``check`` under Nsight Compute, observer.py): a marker kernel (`MARKER_KERNEL`) before the
-    candidate's import, before each of two calls per config (a warm-up call, then the checked one) and after the last,
-    and result files named with `OBSERVED_PREFIX` in `results_directory`."""
+    """An observed run (mode ``check`` under Nsight Compute, observer.py): a warm-up call per config before the checked
+    calls, a marker kernel (`MARKER_KERNEL`) before the candidate's import, after the warm-up calls, between two
+    checked calls and after the last (``configs + 2`` in all), and result files named with `OBSERVED_PREFIX` in
+    `results_directory`."""
     results_directory: str | None = None
     """Where the result files go (default: `directory`)."""
 

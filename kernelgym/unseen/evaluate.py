@@ -31,11 +31,14 @@ def quadrant(original_correct: list[bool], optimized_correct: list[bool]) -> str
 def _grade_each(task: Task, hardware: HardwareProfile, source: Path, configs: list[dict], work_dir: Path,
                 config: GraderConfig, seed: int) -> list[dict[str, Any]]:
     """Grade `source`'s editable files on each config separately (a crash fails that config only)."""
-    grader = Grader(task, hardware, work_dir, config, configs=[])
-    # Only the pristine original shares one worker across configs. A candidate gets a fresh sandboxed process
-    # per config: a background process it left behind would otherwise outlive its config and could tamper
-    # with the next config's grading directory while the trusted parent writes into it.
+    # Only the pristine original shares one worker across configs, and is not observed (observer.py: its kernels are
+    # the task's own). A candidate gets a fresh sandboxed process per config: a background process it left behind
+    # would otherwise outlive its config and could tamper with the next config's grading directory while the trusted
+    # parent writes into it.
     trusted = Path(source).resolve() == task.root.resolve()
+    if trusted:
+        config = dataclasses.replace(config, observer="off")
+    grader = Grader(task, hardware, work_dir, config, configs=[])
     grader.keep_worker = trusted
     if config.warm_worker and trusted:
         grader.start_worker()
