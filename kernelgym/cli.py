@@ -160,7 +160,21 @@ def cmd_run(args: argparse.Namespace) -> int:
                          else "") + ".[/]")
     (run_dir / "results.json").write_text(json.dumps(results, indent=1, default=str))
     console.print(f"trajectories: {run_dir / 'trajectories.jsonl'}")
+    if results and all(r.get("policy_error") for r in results):
+        console.print("[red]every episode ended with a policy error: the scores are the kernels as they stood[/]")
+        return 3  # a script must not read a run whose policy never worked as a success
     return 0
+
+
+def positive_int(text: str) -> int:
+    """argparse type: an integer >= 1."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
 
 
 def hardware_roots(args: argparse.Namespace):
@@ -298,11 +312,11 @@ def main(argv: list[str] | None = None) -> int:
     listing.set_defaults(func=cmd_list)
     run = sub.add_parser("run", help="run a policy on a task and grade it")
     run.add_argument("--task", default="triton-rmsnorm", help="task name, env id or task directory")
-    run.add_argument("--policy", default="tuner", help="built-in policy (see `kernelgym list`)")
+    run.add_argument("--policy", default="tuner", help="policy name: built-in, or from --policies-dir (see `kernelgym list`)")
     run.add_argument("--policy-config", default=None, help="JSON object of overrides for the policy's config.yaml")
-    run.add_argument("--episodes", type=int, default=1)
+    run.add_argument("--episodes", type=positive_int, default=1)
     run.add_argument("--seed", type=int, default=0)
-    run.add_argument("--max-steps", type=int, default=50)
+    run.add_argument("--max-steps", type=positive_int, default=50)
     run.add_argument("--max-wall-s", type=float, default=3600.0)
     run.add_argument("--hardware", default=None, help="hardware profile id (default: detect)")
     run.add_argument("--warmup", type=int, default=10, help="warm-up runs per config before timing")

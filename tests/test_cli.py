@@ -114,7 +114,10 @@ def test_validate_name_clash_fails_on_both_sides(tmp_path):
     assert check_unique_name(load_task(BUILTIN), None).passed
 
 
-def test_run_user_task_and_policy_from_dirs(tmp_path, require_bwrap):
+@pytest.mark.parametrize("act, code", [("return {'kind': 'submit'}", 0), ("raise RuntimeError('model unreachable')", 3)])
+def test_run_user_task_and_policy_from_dirs(tmp_path, require_bwrap, act, code):
+    """A user's task and policy from their folders; a policy that fails every episode still has its kernel graded,
+    and the run exits 3."""
     good, _ = _user_tasks(tmp_path / "tasks")
     policy = tmp_path / "policies" / "just-submit"
     policy.mkdir(parents=True)
@@ -122,13 +125,21 @@ def test_run_user_task_and_policy_from_dirs(tmp_path, require_bwrap):
         "from dataclasses import dataclass\n\n\n@dataclass\nclass JustSubmitConfig:\n    pass\n\n\n"
         "class JustSubmitPolicy:\n    def __init__(self, config):\n        pass\n\n"
         "    def reset(self, observation, info):\n        pass\n\n"
-        "    def act(self, observation, info):\n        return {'kind': 'submit'}\n")
+        f"    def act(self, observation, info):\n        {act}\n")
     proc = subprocess.run([sys.executable, "-m", "kernelgym.cli", "run", "--task", "triton-rmsnorm-cli",
                            "--tasks-dir", str(tmp_path / "tasks"), "--policy", "just-submit", "--policies-dir",
                            str(tmp_path / "policies"), "--run-dir", str(tmp_path / "runs")],
                           capture_output=True, text=True, timeout=600)
-    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert proc.returncode == code, proc.stdout + proc.stderr
     assert "KernelArena/triton-rmsnorm-cli-v0 with policy just-submit" in proc.stdout
     (run_dir,) = (tmp_path / "runs").iterdir()
     results = json.loads((run_dir / "results.json").read_text())
     assert results[0]["reward"] == 120.0  # the unchanged baseline compiles and is correct
+
+
+def test_run_refuses_non_positive_counts_with_a_usage_error(capsys):
+    from kernelgym.cli import main
+    for flag in ("--max-steps", "--episodes"):
+        with pytest.raises(SystemExit) as e:
+            main(["run", flag, "0"])
+        assert e.value.code == 2 and "must be at least 1" in capsys.readouterr().err
