@@ -332,17 +332,24 @@ time.sleep(600)
 
 
 def test_cli_dies_with_a_killed_kernelgym(tmp_path):
-    """SIGKILL to the process running the policy (no close(), no finally) takes the CLI with it (PDEATHSIG)."""
+    """SIGKILL to the process running the policy (no close(), no finally) takes the CLI and the helpers it forked
+    with it (a parent-death signal to the reaper, which kills the group)."""
+    helper_pid = tmp_path / "helper.pid"
     cli = tmp_path / "sleeper"
-    cli.write_text("#!/bin/sh\nexec sleep 120\n")
+    cli.write_text(f"#!/bin/sh\nsleep 120 &\necho $! > {helper_pid}\nwait\n")
     cli.chmod(0o755)
     workspace = tmp_path / "run" / "episodes" / "ep1" / "workspace"
     workspace.mkdir(parents=True)
     parent = subprocess.Popen([sys.executable, "-c", ORPHAN_PARENT, str(cli), str(workspace)],
                               stdout=subprocess.PIPE, text=True, env={**os.environ, "CURSOR_API_KEY": FAKE_KEY})
     try:
-        cli_pid = int(parent.stdout.readline())
-        assert Path(f"/proc/{cli_pid}").exists()
+        leader = int(parent.stdout.readline())
+        deadline = time.monotonic() + 20
+        while not helper_pid.exists() or not helper_pid.read_text().strip():
+            assert time.monotonic() < deadline, "the stand-in CLI did not start"
+            time.sleep(0.05)
+        helper = int(helper_pid.read_text())
+        assert Path(f"/proc/{helper}").exists()
     finally:
         parent.kill()
         parent.wait()
@@ -353,8 +360,9 @@ def test_cli_dies_with_a_killed_kernelgym(tmp_path):
         except OSError:
             return False
     deadline = time.monotonic() + 10
-    while alive(cli_pid) and time.monotonic() < deadline:
+    while (alive(leader) or alive(helper)) and time.monotonic() < deadline:
         time.sleep(0.1)
-    if alive(cli_pid):
-        os.kill(cli_pid, 9)
-        pytest.fail("the CLI outlived the killed process that launched it")
+    survivors = [pid for pid in (leader, helper) if alive(pid)]
+    for pid in survivors:
+        os.kill(pid, 9)
+    assert not survivors, "the CLI (or its helper) outlived the killed process that launched it"

@@ -5,8 +5,10 @@ private (0700) temporary directory that holds nothing of the task (its working d
 environment (PATH, HOME, TMPDIR, the API key and what the CLI's own config adds; nothing of kernelgym's). The bridge
 takes only requests that carry its per-episode bearer token; each CLI gets the token in a 0600 config file in its
 private directory or in an environment variable, never on its command line (which any local process can read). On
-Linux the CLI gets SIGKILL when the thread that launched it dies (PR_SET_PDEATHSIG), so a killed kernelgym leaves no
-CLI behind; call `reset` from a long-lived thread (the main thread, as rollout does). The task prompt goes
+Linux the CLI runs under a small reaper process (kernelgym/agents/reaper.py, the group's leader) that gets a
+parent-death signal (PR_SET_PDEATHSIG) and then kills the whole group, so a killed kernelgym leaves neither the CLI
+nor its helpers behind. The kernel sends that signal when the *thread* that started the process exits: call `reset`
+from a long-lived thread (the main thread, as rollout does), not from a short-lived worker thread. The task prompt goes
 to the CLI with the config's iteration guidance. Each `act()` returns the CLI's next tool call as an env action and
 delivers the previous step's observation as that call's result, so the CLI sees the env one step at a time.
 
@@ -58,6 +60,8 @@ SUBMITTED_REPLY = ("submitted: the kernel is being graded and the episode is ove
 MCP_TOKEN_ENV = "KERNELGYM_MCP_TOKEN"
 #: prctl(2) option: the signal a process gets when the thread that forked it exits.
 PR_SET_PDEATHSIG = 1
+#: Runs the CLI and kills its group when kernelgym dies (see its docstring).
+REAPER = Path(__file__).resolve().parent / "reaper.py"
 
 
 def write_private(path: Path, text: str) -> None:
@@ -75,8 +79,8 @@ def open_private_append(path: Path):
     return os.fdopen(fd, "a", encoding="utf-8")
 
 
-def _die_with_parent_hook():
-    """A `preexec_fn` that makes the child get SIGKILL when the thread that forked it dies (Linux), or None.
+def _die_with_parent_hook(sig: int = signal.SIGTERM):
+    """A `preexec_fn` that makes the child get `sig` when the thread that forked it dies (Linux), or None.
 
     libc's prctl is looked up here, in the parent: the hook runs between fork and exec, where loading a library
     could deadlock on a lock another thread held at the fork. If the parent died before prctl took effect, the
@@ -91,7 +95,7 @@ def _die_with_parent_hook():
     parent = os.getpid()
 
     def hook() -> None:
-        prctl(PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0)
+        prctl(PR_SET_PDEATHSIG, int(sig), 0, 0, 0)
         if os.getppid() != parent:
             os._exit(1)
     return hook
@@ -269,10 +273,13 @@ class CLIAgentPolicy:
                          "started": time.time(), "ended": None, "exit_code": None, "ending": None}
         if any(self._mcp_token in a for a in argv):  # a policy bug; argv is readable by every local process
             raise KernelGymError(f"{self.name}: the MCP bearer token must not be on the CLI's command line")
-        self.proc = subprocess.Popen(argv, cwd=self._home, env=self.child_env(self._home, key),
+        hook = _die_with_parent_hook()
+        # self.proc is the reaper (the group's leader) where there is a parent-death signal, else the CLI itself
+        launch = [sys.executable, "-I", str(REAPER), str(os.getpid()), *argv] if hook else argv
+        self.proc = subprocess.Popen(launch, cwd=self._home, env=self.child_env(self._home, key),
                                      stdin=subprocess.PIPE if stdin_text is not None else subprocess.DEVNULL,
                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True,
-                                     preexec_fn=_die_with_parent_hook())
+                                     preexec_fn=hook)
         self._deadline = time.monotonic() + self.config.timeout_s
         self._readers = [threading.Thread(target=self._read_stdout, args=(self.proc.stdout,), daemon=True),
                          threading.Thread(target=self._read_stderr, args=(self.proc.stderr,
