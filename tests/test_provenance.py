@@ -78,8 +78,29 @@ def test_process_and_memory_tricks_at_import_are_refused(prefix, expected):
     assert any(expected in f for f in findings(prefix + BASE)), findings(prefix + BASE)
 
 
-def test_os_for_paths_and_environment_is_fine():
-    assert findings("import os\n_D = os.path.dirname(__file__)\n_E = os.environ.get('X')\n" + BASE) == []
+def test_os_path_is_fine():
+    assert findings("import os\n_D = os.path.join('a', 'b')\n" + BASE) == []
+
+
+@pytest.mark.parametrize("prefix, expected", [
+    ("import os\n_D = os.path.dirname(__file__)\n", "`__file__`"),
+    ("import os\n_E = os.environ.get('CUDA_INJECTION64_PATH')\n", "`os.environ`"),
+    ("from os import getenv\n", "`os.getenv`"),
+    ("import os\n_W = list(os.walk('/tmp'))\n", "`os.walk`"),
+    ("_F = open('/tmp/triton-cache/x.so', 'wb')\n", "`open`"),
+    ("import pathlib\n", "`pathlib`"),
+    ("import base64\n", "`base64`"),
+])
+def test_host_files_and_environment_are_refused(prefix, expected):
+    # They tell the observed run (a second process, the profiler injected) from the checked one, and write into
+    # Triton's cache, which the observed run reuses (review, 2026-12-01).
+    assert any(expected in f for f in findings(prefix + BASE)), findings(prefix + BASE)
+
+
+def test_reading_device_values_on_the_host_is_refused():
+    # `.item()` reads input values on the host: a cache keyed by them returns work done elsewhere (review, 2026-12-01).
+    src = BASE.replace(RET, "    _k = x.item()\n" + RET)
+    assert any("`.item`" in f or "item" in f for f in findings(src)), findings(src)
 
 
 CUDA = get_task("cuda-gelu")

@@ -10,6 +10,9 @@ VENDORS = frozenset({"nvidia", "amd", "cpu"})
 """Triton compiles for NVIDIA and AMD GPUs, and runs on the CPU interpreter."""
 INTERPRETER_ENV = {"TRITON_INTERPRET": "1"}
 SOURCE_SUFFIXES = (".py",)
+BARE_KERNEL_NAMES = True
+"""A compiled Triton kernel carries its function's name and nothing else (no namespace, template or parameters): the
+outside observer counts a kernel as the candidate's own only by that exact name."""
 PRELOAD = ("triton", "triton.language")
 """Modules a harness started ahead of its grading imports before it waits (no candidate code in them)."""
 BUILDS = False

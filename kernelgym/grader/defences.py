@@ -302,8 +302,9 @@ DEFENCES: tuple[Defence, ...] = (
     Defence("speedup_cross_check", "a forged speedup: the candidate's process rewriting its timing, or slowing the "
             "baseline's runs, which are timed in that process",
             "the interleaved timing stays in the candidate's process (it is what keeps self-speedup noise at 0.4%), but "
-            "a speedup beyond the noise of 1 must agree within 25% with the ratio of the device times the profiler saw "
-            "for the baseline's and the candidate's checked calls, which no code in the candidate's process produced",
+            "a speedup more than 2% above 1 must agree within 25% with the ratio of the device times the profiler saw "
+            "for the baseline's and the candidate's checked calls, which no code in the candidate's process produced; "
+            "the threshold is fixed, not the run's own band, which a forged result reports",
             "kernelgym.grader.observer:cross_check", _a("forged_speedup"), "ci"),
     Defence("observer_report_complete", "tampering with the observed run: launching the marker kernel, killing the "
             "profiler before it lists a kernel, leaving no report",
@@ -322,6 +323,25 @@ DEFENCES: tuple[Defence, ...] = (
             "the observed run imports the editable files as read before any candidate code ran, from a directory of "
             "its own that no candidate sandbox binds writable",
             "kernelgym.grader.grader:Grader._observed_run", _a("rewrite_sources_before_observed_run"), "ci"),
+
+    Defence("host_access_refused_in_source", "telling the observed run from the checked one (the file's path, the "
+            "profiler's variables, the process's mapped libraries) to be honest only while observed; writing into "
+            "Triton's cache; keying a cache by input values read on the host",
+            "a kernel wrapper needs no files, environment or host reads of device values: the static check refuses "
+            "`__file__`, `open`, os file and environment functions, file modules and `.item()` on the entry point's "
+            "path; detection past it gains little (the observed outputs must be right with only the candidate's "
+            "kernels, and the timing is cross-checked)",
+            "kernelgym.grader.provenance:HOST_NAMES", _a("detect_the_observed_run"), "ci"),
+    Defence("kernel_artifacts_only", "shared libraries the candidate planted in Triton's cache during its checked run "
+            "(host launchers) loaded into the observed run: native code beside the profiler",
+            "of that cache only compiled kernels and their metadata are copied (no `.so`, no links): the observed run "
+            "builds its own launchers, and recompiling the kernels would cost the time the copy saves",
+            "kernelgym.grader.grader:KERNEL_ARTIFACTS", _a("planted_triton_launcher"), "ci"),
+    Defence("warmup_on_other_values", "doing the work in the observed warm-up call and returning it, cached by value, "
+            "from a checked call that launches only a token kernel (tiny observed time: any forged speedup passes)",
+            "the warm-up calls (where JIT compilation and autotuning happen) get inputs of the same shapes from "
+            "another seed: nothing computed there answers the checked call",
+            "kernelgym.grader.harness:_warm_up_all", _a("work_moved_to_warmup"), "ci"),
 
     # -- comparing with the reference ----------------------------------------------------------------------------------
     Defence("non_finite_never_pass", "NaN or Inf outputs passing a comparison (NaN compares False both ways)",

@@ -68,15 +68,18 @@ def write_new(path: Path, data: bytes) -> None:
         f.write(data)
 
 
-def copy_regular_files(src: Path, dest: Path, max_bytes: int) -> int:
-    """Copy the regular files under `src` (a tree a candidate could write) into `dest`, keeping their relative paths;
-    links, devices and FIFOs are skipped and nothing is followed out of `src`; stops once `max_bytes` are copied.
-    Returns the bytes copied (0 where `src` is not a directory)."""
+def copy_regular_files(src: Path, dest: Path, max_bytes: int, suffixes: tuple[str, ...] | None = None) -> int:
+    """Copy the regular files under `src` (a tree a candidate could write) whose names end in one of `suffixes` (all,
+    where None) into `dest`, keeping their relative paths; links, devices and FIFOs are skipped and nothing is
+    followed out of `src`; stops once `max_bytes` are copied. Returns the bytes copied (0 where `src` is not a
+    directory)."""
     copied = 0
     if not src.is_dir() or src.is_symlink():
         return 0
     for root, dirs, files in os.walk(src, followlinks=False):
         for name in files:
+            if suffixes is not None and not name.endswith(suffixes):
+                continue
             path = Path(root) / name
             try:
                 st = os.lstat(path)

@@ -63,6 +63,9 @@ BUILD_DIR = ".build"
 #: run gets from the checked run.
 TRITON_CACHE = ".triton-cache"
 MAX_CACHE_BYTES = 256 << 20
+#: What of that cache is copied: compiled kernels and their metadata, never the host launchers and utilities (shared
+#: libraries Triton loads into the process: the candidate could have replaced them with code of its own).
+KERNEL_ARTIFACTS = (".cubin", ".hsaco", ".ptx", ".amdgcn", ".json", ".ttir", ".ttgir", ".llir", ".source")
 
 #: Observed runs of pristine baselines, by (task folder, hardware id, configs, sandbox): made once per process.
 _BASELINE_OBSERVATIONS: dict[tuple, Observation] = {}
@@ -531,7 +534,8 @@ class Grader:
             correct.messages.append(f"outside observer: {e}")
             return None
         failed = []
-        for i, (row, foreign) in enumerate(zip(rows, foreign_kernels(observation, own))):
+        bare = getattr(self.backend, "BARE_KERNEL_NAMES", False)
+        for i, (row, foreign) in enumerate(zip(rows, foreign_kernels(observation, own, bare))):
             ok, msg, _ = session.compared(self._observed_outputs, i, check_seed(session.seed, i))
             if foreign:
                 row.update(correct=False, error=f"provenance: kernels that are not the candidate's own ran: "
@@ -562,8 +566,7 @@ class Grader:
         refused = []
         for i, row in enumerate(rows):
             row["observed_baseline_ms"] = baseline.checked_ms(i)
-            why = cross_check(row["speedup"], row.get("noise_band"), row["observed_baseline_ms"], row["observed_ms"],
-                              self.config.observer_margin)
+            why = cross_check(row["speedup"], row["observed_baseline_ms"], row["observed_ms"], self.config.observer_margin)
             if why:
                 refused.append(f"{row['config']}: {why}")
         if refused:
@@ -654,13 +657,14 @@ class Grader:
         for rel, text in sources.items():
             write_new(source / rel, text.encode())
         if ahead is not None:  # what the checked run compiled (its process is gone): the observed run need not compile
-            copy_regular_files(session.gdir / TRITON_CACHE, ahead.results / TRITON_CACHE, MAX_CACHE_BYTES)
+            copy_regular_files(session.gdir / TRITON_CACHE, ahead.results / TRITON_CACHE, MAX_CACHE_BYTES,
+                               KERNEL_ARTIFACTS)
         build = getattr(session, "trusted_build", None)
         if build is not None:
             builds.copy_build(build, source / BUILD_DIR)
         if ahead is None:
             results = self._observer_dir()
-            copy_regular_files(session.gdir / TRITON_CACHE, results / TRITON_CACHE, MAX_CACHE_BYTES)
+            copy_regular_files(session.gdir / TRITON_CACHE, results / TRITON_CACHE, MAX_CACHE_BYTES, KERNEL_ARTIFACTS)
             sandbox, argv = self._observer_command(source, source / BUILD_DIR if build else None, session.seed,
                                                    results)
             run = sandbox.run(argv, limits=Limits(timeout_s=self.config.timeout_s, max_output_bytes=8000))

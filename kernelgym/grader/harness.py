@@ -143,7 +143,7 @@ def collect(ret, args, slots):
     return outs
 
 
-def check(req, fn, inputs, backend):
+def check(req, fn, inputs, backend, warmup_inputs=()):
     """Run `fn` once per config on its prepared inputs (an error string where building them failed); save the
     outputs (``outputs.pt``, keys `protocol.output_key`). Returns the result dict.
 
@@ -154,7 +154,7 @@ def check(req, fn, inputs, backend):
     counter = backend.LaunchCounter(req.directory) if req.require_own_launch and hasattr(backend, "LaunchCounter") else None
     counting = counter is not None and counter.installed
     if req.observe:
-        _warm_up_all(fn, inputs)
+        _warm_up_all(fn, warmup_inputs)
     for i, (cfg, args) in enumerate(zip(req.configs, inputs)):
         entry = {"config": cfg, "ok": True, "error": None}
         if req.observe and i:
@@ -185,13 +185,13 @@ def check(req, fn, inputs, backend):
 
 def _warm_up_all(fn, inputs):
     """Observed run: one call per config before the checked ones (JIT compilation and autotuning runs happen here, so
-    the observer times the checked calls' kernels alone), on copies so in-place outputs start from the inputs the
-    reference saw; then a marker. An error here is the checked call's to report."""
+    the observer times the checked calls' kernels alone), on inputs of other values (`protocol.warmup_seed`: work done
+    here cannot be reused by the checked call); then a marker. An error here is the checked call's to report."""
     for args in inputs:
         if isinstance(args, str):
             continue
         try:
-            fn(*(_clone(a) for a in args))
+            fn(*args)
             _synchronize()
         except Exception:  # noqa: BLE001 - the checked call raises it again, and reports it
             pass
@@ -430,9 +430,9 @@ class Prepared:
     and for timing the flush buffer, the persisting-L2 reset and per config (config, input pool, static
     arguments, graph memory pool, the baseline's `Timed` or the error that stopped it)."""
 
-    def __init__(self, backend, builder, check_inputs, timing=None, flush=None, reset_l2=None):
+    def __init__(self, backend, builder, check_inputs, timing=None, flush=None, reset_l2=None, warmup_inputs=()):
         self.backend, self.builder, self.check_inputs, self.timing = backend, builder, check_inputs, timing
-        self.flush, self.reset_l2 = flush, reset_l2
+        self.flush, self.reset_l2, self.warmup_inputs = flush, reset_l2, warmup_inputs
 
 
 def prepare(req):
@@ -453,7 +453,14 @@ def prepare(req):
         if req.observe:  # the profiler's first kernel costs about 0.6 s: paid here, before an observed run's "go"
             _fill(torch.empty(1, device=req.device), 0.0)
         _synchronize()
-    state = Prepared(backend, builder, check_inputs)
+    warmup_inputs = []
+    if req.observe:  # the observed run's warm-up calls: the same shapes, other values
+        for i, cfg in enumerate(req.configs[:n]):
+            try:
+                warmup_inputs.append(builder(cfg, protocol.warmup_seed(req.seed, i), req.device))
+            except Exception:  # noqa: BLE001 - the checked call reports the builder's failure
+                warmup_inputs.append(tb(8))
+    state = Prepared(backend, builder, check_inputs, warmup_inputs=warmup_inputs)
     if req.mode in ("grade", "time") and req.baseline_directory:
         base_fn = load_entry(req, backend, req.baseline_directory, "kernelgym_baseline", req.baseline_build_directory)
         prepare_baseline(req, state, base_fn)
@@ -588,7 +595,7 @@ def finish(req, state):
         return
     t = _phase("import", t)
     if req.mode != "time":
-        res = check(req, fn, state.check_inputs, state.backend)
+        res = check(req, fn, state.check_inputs, state.backend, state.warmup_inputs)
         _write(req.result, res)
         t = _phase("check", t)
         if res["stage"] == "compile" or not all(c["ok"] for c in res["configs"]):

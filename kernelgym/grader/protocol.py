@@ -56,6 +56,11 @@ def verify_seed(seed: int, index: int) -> int:
     return seed + 1000 + index
 
 
+def warmup_seed(seed: int, index: int) -> int:
+    """Seed of the inputs of an observed run's warm-up call of config `index` (never the checked inputs)."""
+    return seed + 2000 + index
+
+
 def timed_output_name(index: int) -> str:
     """File (in the grading directory) where the harness saves the timed path's outputs of config `index`."""
     return f"timed_output-{index}.pt"

@@ -62,7 +62,16 @@ DYNAMIC = frozenset({"exec", "eval", "compile", "__import__", "importlib", "buil
 #: while the baseline is timed, a walk of the garbage collector for the expected tensors).
 PROCESS_MODULES = frozenset({"subprocess", "ctypes", "_ctypes", "multiprocessing", "threading", "_thread", "signal",
                              "_signal", "gc", "inspect", "mmap", "pty", "concurrent", "asyncio", "_posixsubprocess",
-                             "posix"})
+                             "posix", "io", "shutil", "tempfile", "pathlib", "glob", "base64", "codecs", "socket",
+                             "urllib", "http"})
+#: Names that read or write the host's files or environment: refused on the path. A kernel wrapper needs neither, and
+#: both tell one grading process from another (the observed run is a second process, with the profiler injected),
+#: which would let a candidate be honest only while observed; `open` also writes into Triton's cache.
+HOST_NAMES = frozenset({"open", "__file__", "input", "breakpoint"})
+#: os attributes refused on the path, for the same reason (os.path stays: joining names tells nothing).
+OS_HOST = frozenset({"environ", "environb", "getenv", "getenvb", "putenv", "unsetenv", "walk", "listdir", "scandir",
+                     "remove", "unlink", "rename", "replace", "makedirs", "mkdir", "rmdir", "open", "write", "read",
+                     "fdopen", "stat", "lstat", "readlink", "symlink", "link", "chmod", "getpid", "getppid"})
 #: Attributes that reach an object's innards (its class, its module's globals, its frame): refused on the path.
 INTROSPECTION = frozenset({"__dict__", "__globals__", "__builtins__", "__subclasses__", "__class__", "__bases__",
                            "__mro__", "__code__", "__closure__", "__func__", "__self__", "__getattribute__",
@@ -73,7 +82,7 @@ METHOD_ALLOWED = frozenset({
     "view", "reshape", "contiguous", "stride", "size", "numel", "dim", "data_ptr", "is_contiguous", "element_size",
     "new_empty", "new_zeros", "new_ones", "new_full", "unsqueeze", "squeeze", "flatten", "view_as", "expand",
     "expand_as", "permute", "transpose", "t", "narrow", "select", "unbind", "split", "chunk", "storage_offset",
-    "get_device", "fill_", "zero_", "is_floating_point", "dtype", "__init__", "item",
+    "get_device", "fill_", "zero_", "is_floating_point", "dtype", "__init__",
     "append", "extend", "insert", "get", "items", "keys", "values", "setdefault", "pop", "update", "format", "join",
     "startswith", "endswith", "lower", "upper", "strip", "index", "count", "add", "copy", "run", "warmup", "cdiv",
 })
@@ -238,6 +247,9 @@ class _PathChecker(ast.NodeVisitor):
             for a in node.names:
                 if a.name in OS_PROCESS:
                     self.add(node, f"imports `os.{a.name}` (a kernel wrapper has no use for processes)")
+                if a.name in OS_HOST:
+                    self.add(node, f"imports `os.{a.name}` (a kernel wrapper has no use for the host's files or "
+                                   f"environment)")
         for a in node.names:
             if (node.module or "").split(".")[0] == "torch" and not _torch_allowed(f"{node.module}.{a.name}"):
                 self.add(node, f"imports torch compute `{node.module}.{a.name}`")
@@ -252,13 +264,15 @@ class _PathChecker(ast.NodeVisitor):
 
     def visit_Attribute(self, node):
         if node.attr in INTROSPECTION or (node.attr.startswith("__") and node.attr.endswith("__")
-                                          and node.attr not in ("__init__", "__name__", "__file__", "__doc__")):
+                                          and node.attr not in ("__init__", "__name__", "__doc__")):
             self.add(node, f"reaches `{node.attr}` (an object's innards: its class, globals or frame)")
         if node.attr in COMPUTE_METHODS and _dotted(node, self.m.torch_names) is None and not (
                 isinstance(node.value, ast.Name) and node.value.id in self.m.module_names):
             self.add(node, f"uses the tensor method `.{node.attr}`, which computes with PyTorch")
         if isinstance(node.value, ast.Name) and node.value.id in self.m.os_names and node.attr in OS_PROCESS:
             self.add(node, f"uses `os.{node.attr}` (a kernel wrapper has no use for processes)")
+        if isinstance(node.value, ast.Name) and node.value.id in self.m.os_names and node.attr in OS_HOST:
+            self.add(node, f"uses `os.{node.attr}` (a kernel wrapper has no use for the host's files or environment)")
         path = _dotted(node, self.m.torch_names)
         if path is not None:
             if not _torch_allowed(path):
@@ -276,6 +290,8 @@ class _PathChecker(ast.NodeVisitor):
             self.add(node, f"uses the module `{path}` as a value (only `{node.id}.<allowed name>` is checked)")
         if node.id in DYNAMIC:
             self.add(node, f"uses `{node.id}` (code built at run time cannot be checked)")
+        if node.id in HOST_NAMES:
+            self.add(node, f"uses `{node.id}` (a kernel wrapper has no use for the host's files or environment)")
         if node.id in self.m.functions:
             self.called.add(node.id)
 

@@ -2,9 +2,10 @@
 replaces ``time_pair`` in the harness module, or slows the baseline's runs from a thread) so that it reads 1.5x
 faster; the static check is off.
 
-Defence: `speedup_cross_check` (a measured speedup beyond the noise of 1 must agree, within 25%, with the ratio of the
+Defence: `speedup_cross_check` (a measured speedup more than 2% above 1 must agree, within 25%, with the ratio of the
 device times Nsight Compute saw for the baseline's and the candidate's checked calls; else it earns nothing and the
-performance stage says why). The report used here is the real one of this attack on the H200 (2026-12-01; graded
+performance stage says why). The threshold is fixed: a forged result could otherwise widen its own per-round band to
+be judged noise (review, 2026-12-01). The report used here is the real one of this attack on the H200 (2026-12-01; graded
 there 120.0 with the speedup withheld, benchmarks/results/README.md).
 Honest twin: a 2x speedup whose kernels the profiler saw take half the baseline's time stands.
 """
@@ -31,3 +32,17 @@ def test_honest_twin_speedup_supported_by_the_profiler_stands(observed_grader, o
                         observation([[("rmsnorm_kernel", 4000.0)]] * N))
     grade = g.grade(g.task.root, seed=1)
     assert grade.checks["speedup_cross_check"] == "passed" and grade.score > 300
+
+
+def test_forged_speedup_with_a_wide_noise_band_is_withheld_too(observed_grader):
+    """Two very fast and two very slow rounds among ten: the interquartile mean keeps the 3x, the band spans 0.03-75x
+    (review, 2026-12-01)."""
+    forged = split(parse_report((DATA / "rmsnorm_forged_timing.csv").read_text()), N)
+    baseline = split(parse_report((DATA / "rmsnorm_baseline.csv").read_text()), N)
+    t = 0.05 / 3
+    rounds = [t / 100] * 2 + [t * 100] * 2 + [t] * 6
+    runs = [r for r in rounds for _ in range(10)]
+    g = observed_grader([(0.05, t)] * N, forged, baseline, extra={"candidate_runs_ms": runs})
+    grade = g.grade(g.task.root, seed=1)
+    assert grade.speedup is None and grade.score == 120.0, grade.summary()
+    assert grade.checks["speedup_cross_check"] == "failed"

@@ -1,0 +1,28 @@
+"""Attack: during its checked run the candidate rewrites the shared libraries in Triton's cache (the host launcher
+`__triton_launcher*.so`, `cuda_utils*.so`), which the observed run would load into its process: native code of the
+candidate's choosing, past the static check, beside the profiler.
+
+Defence: `kernel_artifacts_only` (of the checked run's Triton cache only compiled kernels and their metadata are
+copied into the observed run: `.cubin`, `.ptx`, `.json`, ...; never a shared library, never a link; the observed run
+builds its own launchers).
+Honest twin: the kernel files themselves are copied, so the observed run need not recompile them.
+"""
+import os
+
+from kernelgym.grader.files import copy_regular_files
+from kernelgym.grader.grader import KERNEL_ARTIFACTS
+
+
+def test_only_kernel_artifacts_reach_the_observed_run(tmp_path):
+    cache = tmp_path / "cache" / "HASH1"
+    cache.mkdir(parents=True)
+    (cache / "rmsnorm_kernel.cubin").write_bytes(b"\x7fELF kernel")
+    (cache / "rmsnorm_kernel.json").write_text('{"name": "rmsnorm_kernel"}')
+    (cache.parent / "HASH2").mkdir()
+    (cache.parent / "HASH2" / "__triton_launcher.cpython-311-x86_64-linux-gnu.so").write_bytes(b"\x7fELF evil")
+    (cache.parent / "HASH2" / "cuda_utils.so").write_bytes(b"\x7fELF evil")
+    os.symlink("/etc/passwd", cache / "linked.json")
+    dest = tmp_path / "observed"
+    copy_regular_files(tmp_path / "cache", dest, 1 << 20, KERNEL_ARTIFACTS)
+    copied = sorted(str(p.relative_to(dest)) for p in dest.rglob("*") if p.is_file())
+    assert copied == ["HASH1/rmsnorm_kernel.cubin", "HASH1/rmsnorm_kernel.json"]
