@@ -11,6 +11,9 @@ program that probes them gets an error, not a crash):
 - ``io_uring_setup``, ``io_uring_enter``, ``io_uring_register``: io_uring's operations are not system calls, so a
   filter cannot see what they do.
 - any system call of another ABI (32-bit x86 through ``int 0x80``, x32), which would bypass the numbers above.
+- ``socket`` and ``socketpair`` of any address family but ``AF_UNIX``, ``AF_INET``, ``AF_INET6`` and ``AF_NETLINK``
+  (refused with EAFNOSUPPORT): the sandbox's network namespace confines those four, not ``AF_VSOCK``, which reached
+  the host through a VM's vsock in a review, nor the rest (Bluetooth, CAN, ...), which a kernel has no use for.
 
 The program is classic BPF (``struct sock_filter`` array, `linux/filter.h`), the form bubblewrap's ``--seccomp FD``
 loads (as libseccomp's ``seccomp_export_bpf`` writes it). Built for x86-64 and aarch64; elsewhere `program`
@@ -34,10 +37,36 @@ _REFUSED = {
 }
 _X32_SYSCALL_BIT = 0x40000000  # x86-64 syscalls made through the x32 ABI carry this bit in their number
 
+# Socket calls whose first argument (the address family) is checked, and the families allowed (linux/socket.h).
+_SOCKET_CALLS = {"x86_64": {"socket": 41, "socketpair": 53}, "aarch64": {"socket": 198, "socketpair": 199}}
+AF_ALLOWED = {"AF_UNIX": 1, "AF_INET": 2, "AF_INET6": 10, "AF_NETLINK": 16}
+
 # linux/bpf_common.h, linux/seccomp.h
 _LD_W_ABS, _JEQ_K, _JGE_K, _RET_K = 0x20, 0x15, 0x35, 0x06
 _RET_ALLOW, _RET_ERRNO = 0x7FFF0000, 0x00050000
-_NR, _ARCH = 0, 4  # offsets in struct seccomp_data
+_NR, _ARCH, _ARG0 = 0, 4, 16  # offsets in struct seccomp_data (args[0]'s low 32 bits: little-endian machines)
+
+
+def _assemble(body: list[tuple]) -> bytes:
+    """Classic BPF from ``(op, k, if_true, if_false)`` tuples, labels as ``("label", name)``; a jump target is a label
+    or None (the next instruction). Ops: ``ld`` (a word of seccomp_data at offset k), ``jeq``/``jge`` (compare with
+    k), ``ret`` (return k)."""
+    at, n = {}, 0
+    for entry in body:
+        if entry[0] == "label":
+            at[entry[1]] = n
+        else:
+            n += 1
+    out, i = [], 0
+    for entry in body:
+        if entry[0] == "label":
+            continue
+        op, k, *targets = entry
+        jump = [0 if t is None else at[t] - i - 1 for t in (targets + [None, None])[:2]]
+        code = {"ld": _LD_W_ABS, "jeq": _JEQ_K, "jge": _JGE_K, "ret": _RET_K}[op]
+        out.append(struct.pack("=HBBI", code, *(jump if op in ("jeq", "jge") else (0, 0)), k))
+        i += 1
+    return b"".join(out)
 
 
 def program(machine: str | None = None) -> bytes | None:
@@ -46,28 +75,16 @@ def program(machine: str | None = None) -> bytes | None:
     machine = machine or platform.machine()
     if machine not in _AUDIT_ARCH:
         return None
-    refused = sorted(_REFUSED[machine].values())
-    # Jump targets are counted from the next instruction; every refusal jumps to the last one (DENY).
-    body = [("ld", _ARCH), ("arch", _AUDIT_ARCH[machine]), ("ld", _NR)]
+    body = [("ld", _ARCH), ("jeq", _AUDIT_ARCH[machine], None, "deny"), ("ld", _NR)]
     if machine == "x86_64":
-        body.append(("jge", _X32_SYSCALL_BIT))
-    body += [("jeq", nr) for nr in refused]
-    body += [("allow", 0), ("deny", 0)]
-    deny = len(body) - 1
-    out = []
-    for i, (op, k) in enumerate(body):
-        to_deny = deny - i - 1
-        if op == "ld":
-            out.append((_LD_W_ABS, 0, 0, k))
-        elif op == "arch":  # not this ABI: refuse
-            out.append((_JEQ_K, 0, to_deny, k))
-        elif op in ("jge", "jeq"):
-            out.append((_JEQ_K if op == "jeq" else _JGE_K, to_deny, 0, k))
-        elif op == "allow":
-            out.append((_RET_K, 0, 0, _RET_ALLOW))
-        else:
-            out.append((_RET_K, 0, 0, _RET_ERRNO | errno.EPERM))
-    return b"".join(struct.pack("=HBBI", *ins) for ins in out)
+        body.append(("jge", _X32_SYSCALL_BIT, "deny", None))
+    body += [("jeq", nr, "deny", None) for nr in sorted(_REFUSED[machine].values())]
+    body += [("jeq", nr, "family", None) for nr in sorted(_SOCKET_CALLS[machine].values())]
+    body += [("ret", _RET_ALLOW), ("label", "family"), ("ld", _ARG0)]
+    body += [("jeq", af, "allow", None) for af in sorted(AF_ALLOWED.values())]
+    body += [("ret", _RET_ERRNO | errno.EAFNOSUPPORT), ("label", "allow"), ("ret", _RET_ALLOW),
+             ("label", "deny"), ("ret", _RET_ERRNO | errno.EPERM)]
+    return _assemble(body)
 
 
 def program_fd() -> int | None:

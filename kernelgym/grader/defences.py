@@ -86,6 +86,12 @@ DEFENCES: tuple[Defence, ...] = (
             "that probes them gets an error, not a crash); io_uring is refused because a filter cannot see its "
             "operations",
             "kernelgym.seccomp:program", _a("ptrace_from_sandbox"), "ci"),
+    Defence("seccomp_socket_families", "a socket of a family the network namespace does not confine: AF_VSOCK to "
+            "a virtual machine's host (a review reached CID 2), AF_PACKET, Bluetooth, CAN",
+            "the seccomp filter allows socket and socketpair only for AF_UNIX, AF_INET, AF_INET6 and AF_NETLINK, "
+            "which the empty network namespace confines, and refuses the rest with EAFNOSUPPORT: an allow-list, so "
+            "a family added to Linux later is refused too",
+            "kernelgym.seccomp:program", _a("vsock_from_sandbox"), "ci"),
     Defence("seccomp_other_abis", "making the refused system calls through another ABI (int 0x80, x32), whose "
             "numbers differ",
             "the filter checks the ABI of every call first and refuses all but the native one, rather than listing "
