@@ -366,3 +366,19 @@ def test_cli_dies_with_a_killed_kernelgym(tmp_path):
     for pid in survivors:
         os.kill(pid, 9)
     assert not survivors, "the CLI (or its helper) outlived the killed process that launched it"
+
+
+def test_transcript_lines_are_parsed_before_redaction(tmp_path):
+    """A key that also occurs in the JSON's own text (here, a field name) is redacted on disk only: the usage is
+    still read from the line as the CLI wrote it."""
+    import io
+    policy = load_policy("claude-code")
+    policy._secret = "output_tokens"  # a pathological key: it is also a usage field's name
+    policy._summary = {}
+    policy.transcript_path = tmp_path / "t.jsonl"
+    line = {"type": "assistant", "message": {"id": "m1", "model": "claude-x", "content": [],
+                                             "usage": {"input_tokens": 7, "output_tokens": 5}}}
+    policy._read_stdout(io.BytesIO((json.dumps(line) + "\n").encode()))
+    assert (policy._usage.input_tokens, policy._usage.output_tokens) == (7, 5)
+    written = policy.transcript_path.read_text()
+    assert "output_tokens" not in written and '"[redacted]": 5' in written
