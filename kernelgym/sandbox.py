@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from kernelgym import seccomp
+from kernelgym.cgroups import SandboxCgroup
 from kernelgym.errors import SandboxUnavailableError
 
 #: Host variables passed into the sandbox: device selection and safety switches only, never keys.
@@ -65,6 +66,9 @@ class Limits:
     """Largest file a command may write (RLIMIT_FSIZE)."""
     tmpfs_bytes: int = 2 << 30
     """Size of the sandbox's private /tmp and of its /dev/shm (each)."""
+    pids_max: int | None = 1024
+    """Processes and threads the command may have at once, all of its tree counted (a cgroup: kernelgym/cgroups.py);
+    None: no limit. Where this machine cannot make cgroups, not applied (`cgroups.unavailable_reason`)."""
 
 
 @dataclass
@@ -84,8 +88,10 @@ class CommandResult:
         return f"{self.output}{'' if self.output.endswith(chr(10)) or not self.output else chr(10)}{status}"
 
 
-def _set_limits(limits: Limits, gpu: bool):
+def _set_limits(limits: Limits, gpu: bool, group: SandboxCgroup | None = None):
     def apply():
+        if group is not None:
+            group.join()  # before exec: everything the command starts counts
         if limits.memory_bytes and not gpu:
             resource.setrlimit(resource.RLIMIT_AS, (limits.memory_bytes, limits.memory_bytes))
         resource.setrlimit(resource.RLIMIT_FSIZE, (limits.max_file_bytes, limits.max_file_bytes))
@@ -104,8 +110,14 @@ def run_limited(argv: list[str], *, env: dict[str, str], cwd: str | Path, limits
     `max_output_bytes / 2` bytes are kept and the count of bytes cut is reported.
     """
     start = time.monotonic()
-    proc = _spawn(argv, bwrap, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                  env=env, cwd=str(cwd), start_new_session=True, preexec_fn=_set_limits(limits, gpu))
+    group = _cgroup(limits, gpu)
+    try:
+        proc = _spawn(argv, bwrap, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                      env=env, cwd=str(cwd), start_new_session=True, preexec_fn=_set_limits(limits, gpu, group))
+    except BaseException:
+        if group is not None:
+            group.destroy()
+        raise
     half = max(limits.max_output_bytes // 2, 1)
     head = bytearray()
     tail: collections.deque[bytes] = collections.deque()
@@ -133,6 +145,9 @@ def run_limited(argv: list[str], *, env: dict[str, str], cwd: str | Path, limits
         timed_out = True
     finally:
         kill_group(proc)  # children that outlive the shell must not leak (also on success)
+        notes = group.hit_limits() if group is not None else []
+        if group is not None:
+            group.destroy()
     thread.join(timeout=5)
     tail_bytes = b"".join(tail)[-half:] if tail else b""
     cut = counts["total"] - len(head) - len(tail_bytes)
@@ -140,15 +155,35 @@ def run_limited(argv: list[str], *, env: dict[str, str], cwd: str | Path, limits
     if cut > 0:
         text += f"\n[... {cut} bytes of output cut ...]\n"
     text += tail_bytes.decode("utf-8", "replace")
+    if notes:
+        text += "".join(f"\n[{note}]" for note in notes) + "\n"
     return CommandResult(output=text, returncode=proc.returncode, timed_out=timed_out, cut_bytes=max(cut, 0),
                          elapsed_s=time.monotonic() - start)
 
 
 def _popen(argv: list[str], env: dict[str, str], cwd: Path, limits: Limits, gpu: bool,
            bwrap: bool = False) -> subprocess.Popen:
-    """A long-lived process with text pipes, in its own process group, under `limits` (`bwrap`: see `_spawn`)."""
-    return _spawn(argv, bwrap, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env,
-                  cwd=str(cwd), text=True, bufsize=1, start_new_session=True, preexec_fn=_set_limits(limits, gpu))
+    """A long-lived process with text pipes, in its own process group and cgroup, under `limits` (`bwrap`: see
+    `_spawn`). `kill_group` removes the cgroup."""
+    group = _cgroup(limits, gpu)
+    try:
+        proc = _spawn(argv, bwrap, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env,
+                      cwd=str(cwd), text=True, bufsize=1, start_new_session=True,
+                      preexec_fn=_set_limits(limits, gpu, group))
+    except BaseException:
+        if group is not None:
+            group.destroy()
+        raise
+    proc.sandbox_cgroup = group
+    return proc
+
+
+def _cgroup(limits: Limits, gpu: bool) -> SandboxCgroup | None:
+    """The command's cgroup: `limits.pids_max` processes, and (without a GPU, as RLIMIT_AS) `limits.memory_bytes`;
+    None where there is no limit to set or cgroups cannot be made here."""
+    if limits.pids_max is None:
+        return None
+    return SandboxCgroup.create(limits.pids_max, None if gpu else limits.memory_bytes)
 
 
 def _spawn(argv: list[str], bwrap: bool, **popen_kwargs) -> subprocess.Popen:
@@ -359,6 +394,10 @@ def kill_group(proc: subprocess.Popen) -> None:
     except (ProcessLookupError, PermissionError):
         pass
     proc.wait()
+    group = getattr(proc, "sandbox_cgroup", None)
+    if group is not None:
+        proc.sandbox_cgroup = None
+        group.destroy()
 
 
 def make_sandbox(kind: str, workspace: Path, **kwargs) -> BubblewrapSandbox | UnsandboxedRunner:

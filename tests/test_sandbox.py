@@ -34,5 +34,8 @@ def test_the_filter_is_built_only_for_known_machines():
     assert seccomp.program("riscv64") is None
     for machine in ("x86_64", "aarch64"):
         prog = seccomp.program(machine)
-        # load arch, check arch, load nr, [x32 bit,] one check per refused call, allow, deny: 8 bytes each
-        assert len(prog) == 8 * (3 + (machine == "x86_64") + len(seccomp._REFUSED[machine]) + 2)
+        # load arch, check arch, load nr, [x32 bit,] one check per refused call, one per socket call, allow; load the
+        # family, one check per allowed family, refuse, allow; deny: 8 bytes each
+        n = (3 + (machine == "x86_64") + len(seccomp._REFUSED[machine]) + len(seccomp._SOCKET_CALLS[machine]) + 1
+             + 1 + len(seccomp.AF_ALLOWED) + 2 + 1)
+        assert len(prog) == 8 * n

@@ -120,6 +120,14 @@ DEFENCES: tuple[Defence, ...] = (
             "RLIMIT_AS per process (not applied with a GPU, whose runtimes reserve far more address space than they "
             "use); there is no memory cgroup yet (README, known limits)",
             "kernelgym.sandbox:_set_limits", _a("exhaust_host_memory"), "ci"),
+    Defence("cgroup_pids_limit", "a command starting processes without end (a fork bomb: a review started 2000 in "
+            "one step) or growing its whole tree's memory past the host's",
+            "a cgroup per command counts its whole tree, which cannot leave it: pids.max (1024 by default, threads "
+            "included) and, without a GPU, a memory limit (Limits.memory_bytes); RLIMIT_NPROC counts the user "
+            "machine-wide and RLIMIT_AS one process. The step's output says when a limit was hit; the group is "
+            "killed and removed with the command. Not applied where cgroups cannot be made (said by "
+            "cgroups.unavailable_reason)",
+            "kernelgym.cgroups:SandboxCgroup", _a("fork_bomb"), "ci"),
     Defence("tmpfs_size_cap", "filling the sandbox's RAM-backed /tmp or /dev/shm, which RLIMIT_AS does not cover",
             "both are private tmpfs mounts with a size cap",
             "kernelgym.sandbox:BubblewrapSandbox._mounts", _a("exhaust_host_memory"), "ci"),

@@ -1,0 +1,40 @@
+"""Attack: a shell step starts processes without end (a review started 2000 in one step), to exhaust the host's
+process table or memory until the command's timeout.
+
+Defence: `cgroup_pids_limit` (every sandboxed command runs in a cgroup of its own whose pids.max counts its whole
+tree, threads included; forks past it fail, the step's observation says the limit was hit, and the group is killed and
+removed when the command ends).
+Honest twin: a command that starts a few processes runs as before, and its output carries no note.
+"""
+import pytest
+
+from kernelgym import cgroups
+from kernelgym.sandbox import BubblewrapSandbox, Limits
+
+
+@pytest.fixture
+def small_box(box):
+    if cgroups.unavailable_reason():
+        pytest.fail(f"cgroups cannot be made here ({cgroups.unavailable_reason()}): the defence does not hold")
+    return BubblewrapSandbox(box.workspace, limits=Limits(timeout_s=30, pids_max=40))
+
+
+def test_forks_past_the_limit_fail_and_the_step_says_so(small_box):
+    r = small_box.run("n=0; for i in $(seq 200); do (sleep 20 &) 2>/dev/null && n=$((n+1)); done; echo started=$n")
+    started = int(r.output.split("started=")[1].split()[0])
+    assert started < 200, r.output
+    assert "limit of 40 processes" in r.output, r.output
+    assert not r.timed_out
+
+
+def test_honest_twin_a_few_processes_run_and_no_note(small_box):
+    r = small_box.run("for i in 1 2 3; do (true &); done; echo done")
+    assert "done" in r.output and "limit of" not in r.output and r.returncode == 0
+
+
+def test_the_group_is_removed_with_its_leftovers(small_box, tmp_path):
+    import os
+    before = set(os.listdir(cgroups._PARENTS[0]["pids"] if "pids" in cgroups._PARENTS[0] else cgroups._PARENTS[0]["v2"]))
+    small_box.run("(sleep 60 &); echo left")
+    after = set(os.listdir(cgroups._PARENTS[0]["pids"] if "pids" in cgroups._PARENTS[0] else cgroups._PARENTS[0]["v2"]))
+    assert not {d for d in after - before if d.startswith("kernelgym-")}
