@@ -19,6 +19,7 @@ from kernelgym.sandbox import Limits, make_sandbox
 from kernelgym.spaces import (MAX_FILE_CHARS, MAX_OBS_CHARS, Action, ActionError, action_space,
                               observation_space, parse_action, to_observation_text)
 from kernelgym.discovery import get_task
+from kernelgym.estimate import install_bench
 from kernelgym.task import Task
 from kernelgym.workspace import create_workspace, resolve_in_workspace
 
@@ -36,7 +37,7 @@ class KernelArenaEnv(gym.Env):
     ## Action space
     | key | space | meaning |
     |---|---|---|
-    | kind | Discrete(6) | 0 shell, 1 write_file, 2 edit_file (exact, unique string replacement), 3 read_file, 4 submit, 5 profile |
+    | kind | Discrete(7) | 0 shell, 1 write_file, 2 edit_file (exact, unique string replacement), 3 read_file, 4 submit, 5 profile, 6 bench (advisory: what the grader would reward; docs/BENCH.md) |
     | cmd | Text | shell command (kind shell) |
     | path | Text | file path in the workspace (file kinds) |
     | content | Text | new file contents (write_file) |
@@ -108,6 +109,7 @@ class KernelArenaEnv(gym.Env):
         self.episode_dir.mkdir(parents=True, mode=0o700)
         self.episode_dir.chmod(0o700)
         self.workspace = create_workspace(self.task, self.episode_dir / "workspace", self.hardware)
+        install_bench(self.task, self.workspace, self.hardware, self.grader_config)  # bench.py and what it reads
         # Outside the workspace: what `kernelgym unseen RUN_DIR` needs to replay this episode later.
         (self.episode_dir / "episode.json").write_text(json.dumps(
             {"task": self.task.name, "task_dir": str(self.task.root), "env_id": self.task.env_id,
@@ -180,6 +182,8 @@ class KernelArenaEnv(gym.Env):
             if act.config >= n:
                 raise ActionError(f"config {act.config} does not exist; seen configs are 0..{n - 1} (configs.json)")
             return self.sandbox.run(["python", "profile.py", "--config", str(act.config)]).describe()
+        if act.kind == "bench":
+            return self.sandbox.run(["python", "bench.py"]).describe()
         path = resolve_in_workspace(self.workspace, act.path)
         rel = path.relative_to(os.path.realpath(self.workspace))
         if act.kind == "read_file":

@@ -1,7 +1,8 @@
 """Action and observation spaces, and parsing of actions given as dicts, JSON strings or space samples.
 
-Action: ``{"kind": Discrete(6), "cmd", "path", "content", "old", "new": Text, "config": Discrete(64)}``;
-`kind` indexes `ACTION_KINDS`; `config` is the seen config a ``profile`` action profiles. step() also accepts ``{"kind": "shell", "cmd": "ls"}`` and its JSON string.
+Action: ``{"kind": Discrete(7), "cmd", "path", "content", "old", "new": Text, "config": Discrete(64)}``;
+`kind` indexes `ACTION_KINDS`; `config` is the seen config a ``profile`` action profiles. ``{"kind": "bench"}``
+runs ``python bench.py`` (advisory: what the grader would reward, docs/BENCH.md) and takes no other field. step() also accepts ``{"kind": "shell", "cmd": "ls"}`` and its JSON string.
 A dict or JSON submit may carry ``"truncate": true``: the policy stopped without submitting (an agent CLI that
 exited or timed out), so the episode ends truncated rather than terminated; the kernel is graded either way.
 
@@ -18,7 +19,7 @@ from typing import Any
 import numpy as np
 from gymnasium import spaces
 
-ACTION_KINDS = ("shell", "write_file", "edit_file", "read_file", "submit", "profile")
+ACTION_KINDS = ("shell", "write_file", "edit_file", "read_file", "submit", "profile", "bench")
 MAX_CONFIGS = 64
 CHARSET = "".join(["\t\n\r", *map(chr, range(32, 127)), *map(chr, range(0xA0, 0x3000))])
 _CHARSET_SET = frozenset(CHARSET)
@@ -115,7 +116,12 @@ def parse_action(action: Any) -> Action:
         raise ActionError(f"field 'truncate' must be a boolean, and true only on a submit; got {truncate!r}")
     fields["truncate"] = bool(truncate)
     required = {"shell": ["cmd"], "write_file": ["path"], "edit_file": ["path", "old"], "read_file": ["path"],
-                "submit": [], "profile": []}[kind]
+                "submit": [], "profile": [], "bench": []}[kind]
+    if kind == "bench":
+        given = [n for n in ("cmd", "path", "content", "old", "new") if fields[n]] + (["config"] if fields["config"] else [])
+        if given:
+            raise ActionError(f"action 'bench' takes no fields (it runs `python bench.py` on every seen config); "
+                              f"got {', '.join(given)}")
     for name in required:
         if not fields[name]:
             raise ActionError(f"action {kind!r} needs a non-empty {name!r} field")

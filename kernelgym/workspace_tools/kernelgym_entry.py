@@ -32,24 +32,25 @@ def load(ref):
     return protocol.load_function(ref, HERE, "ws_" + ref.split(":")[0].removesuffix(".py").replace("/", "_"))
 
 
-def entry():
-    """The kernel's entry point; for a compiled language, built first into ``build/`` (prints the compiler log on
-    failure and exits 1)."""
+def entry(directory=HERE, module_name="ws_kernel"):
+    """The kernel's entry point from `directory` (default: the workspace; bench.py also loads the pristine original
+    from ``.kernelgym/baseline``); for a compiled language, built first into ``<directory>/build/`` (prints the
+    compiler log on failure and exits 1)."""
     build_dir = None
     if getattr(backend, "BUILDS", False):
         files = [f for f in spec["editable_files"] if f.endswith(tuple(backend.SOURCE_SUFFIXES))]
-        digest = hashlib.sha256(b"".join(open(os.path.join(HERE, f), "rb").read() for f in files)).hexdigest()[:16]
-        build_dir = os.path.join(HERE, "build", digest)
+        digest = hashlib.sha256(b"".join(open(os.path.join(directory, f), "rb").read() for f in files)).hexdigest()[:16]
+        build_dir = os.path.join(directory, "build", digest)
         if not os.path.isfile(os.path.join(build_dir, "BUILT")):
             os.makedirs(build_dir, exist_ok=True)
-            r = subprocess.run([sys.executable, os.path.join(HERE, ".kernelgym", "backend.py"), "build", HERE, build_dir,
-                                *files], capture_output=True, text=True)
+            r = subprocess.run([sys.executable, os.path.join(HERE, ".kernelgym", "backend.py"), "build", directory,
+                                build_dir, *files], capture_output=True, text=True)
             if r.returncode != 0 or not os.path.isfile(os.path.join(build_dir, "BUILT")):
                 print(r.stdout[-6000:] + r.stderr[-6000:])
                 sys.exit(f"BUILD FAILED (exit {r.returncode})")
     if hasattr(backend, "load_entry"):
-        return backend.load_entry(spec["entry_point"], HERE, "ws_kernel", build_dir)
-    return protocol.load_function(spec["entry_point"], HERE, "ws_kernel")
+        return backend.load_entry(spec["entry_point"], directory, module_name, build_dir)
+    return protocol.load_function(spec["entry_point"], directory, module_name)
 
 
 def outputs(ret, args):
