@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import os
 import signal
+import threading
 import time
 import uuid
 from pathlib import Path
@@ -135,10 +136,17 @@ class SandboxCgroup:
         return notes
 
     def destroy(self, timeout_s: float = 5.0) -> None:
-        """Kill every process still in the group, then remove it (a group is removable once empty)."""
+        """Kill every process still in the group and remove it. A group is removable only once its members are gone,
+        which takes a few ms after the kill: what is not removable at once is removed by a background thread (the
+        caller's step does not wait for it)."""
+        if not self._sweep():
+            threading.Thread(target=self._sweep, args=(timeout_s,), daemon=True).start()
+
+    def _sweep(self, timeout_s: float = 0.0) -> bool:
+        """Kill the members and remove the groups, retrying for `timeout_s`; whether all are removed."""
         deadline = time.monotonic() + timeout_s
-        for d in self.dirs.values():
-            while d.is_dir():
+        while True:
+            for d in list(self.dirs.values()):
                 try:
                     pids = [int(p) for p in (d / "cgroup.procs").read_text().split()]
                 except (OSError, ValueError):
@@ -150,7 +158,12 @@ class SandboxCgroup:
                         pass
                 try:
                     d.rmdir()
+                except FileNotFoundError:
+                    pass
                 except OSError:
-                    if time.monotonic() > deadline:
-                        break  # left for the machine's owner: a process that does not die (in D state)
-                    time.sleep(0.01)
+                    continue
+            if not any(d.is_dir() for d in self.dirs.values()):
+                return True
+            if time.monotonic() > deadline:
+                return False  # left for a later sweep, or the machine's owner (a process stuck in D state)
+            time.sleep(0.01)
