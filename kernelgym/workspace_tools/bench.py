@@ -4,6 +4,7 @@
     python bench.py --configs 0,2        # some of them
     python bench.py --full               # the grader's own number of warm-up calls, runs and rounds (slower)
     python bench.py --target h100        # CPU interpreter: the GPU profile the estimate models (default h200)
+    python bench.py --check              # check.py first (in the same process), then bench if correct
 
 Per config it compares your kernel with the ORIGINAL kernel (a pristine copy in .kernelgym/baseline/), and reports
 the speedup, then their arithmetic mean (what the score pays: 120 + 100 x mean, if correct) and geometric mean.
@@ -255,6 +256,7 @@ def main():
     ap.add_argument("--rounds", type=int, default=0)
     ap.add_argument("--full", action="store_true", help="the grader's warm-up, runs and rounds")
     ap.add_argument("--target", default="", help="CPU interpreter: the GPU profile the model estimates for")
+    ap.add_argument("--check", action="store_true", help="run check.py first (same process); bench only if correct")
     args = ap.parse_args()
     n = len(spec["configs"])
     try:
@@ -265,6 +267,13 @@ def main():
         sys.exit(f"error: config indices must be in 0..{n - 1}")
     if args.rounds and args.reps and args.reps < args.rounds:
         sys.exit("error: --reps must be at least --rounds")
+    if args.check:
+        import runpy
+        sys.argv = [os.path.join(HERE, "check.py")]
+        checked = runpy.run_path(os.path.join(HERE, "check.py"), run_name="__main__")
+        if checked.get("n_ok") != len(spec["configs"]):
+            print("BENCH skipped: the kernel is not correct on every seen config (check.py above)")
+            return
     if spec["interpreter"]:
         model(args, configs)
     else:
