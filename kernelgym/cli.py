@@ -99,12 +99,48 @@ def tasks_markdown(tasks: dict, profiles: dict) -> str:
     return "\n".join(rows)
 
 
+#: The `run` settings saved in a run directory (RUN_SETTINGS) and taken back by `--resume`.
+RUN_SETTINGS = "run.json"
+_RESUMED = ("task", "policy", "policy_config", "seed", "max_steps", "max_wall_s", "hardware", "warmup", "reps",
+            "rounds", "command_timeout_s", "no_sandbox", "tasks_dir", "policies_dir", "hardware_dir")
+
+
+def _resume(args: argparse.Namespace) -> tuple[Path, list[dict]]:
+    """The run directory `args.resume` and the results of its finished episodes; `args` takes the run's settings
+    (run.json), and `--episodes` its count unless given.
+
+    Raises:
+        KernelGymError: not a run directory written by `kernelgym run`.
+    """
+    run_dir = Path(args.resume)
+    try:
+        saved = json.loads((run_dir / RUN_SETTINGS).read_text())
+    except (OSError, ValueError) as e:
+        raise KernelGymError(f"--resume {run_dir}: not a run directory of `kernelgym run` (no readable "
+                             f"{RUN_SETTINGS}: {e})") from None
+    for key in _RESUMED:
+        setattr(args, key, saved.get(key, getattr(args, key)))
+    if args.episodes is None:
+        args.episodes = saved.get("episodes", 1)
+    try:
+        results = json.loads((run_dir / "results.json").read_text())
+    except (OSError, ValueError):
+        results = []  # killed before its first episode ended
+    return run_dir, results if isinstance(results, list) else []
+
+
 def cmd_run(args: argparse.Namespace) -> int:
     from kernelgym.env import KernelArenaEnv
     from kernelgym.grader import GraderConfig
     from kernelgym.policy import load_policy
     from kernelgym.rollout import rollout
     from kernelgym.wrappers import TrajectoryRecorder
+
+    results: list[dict] = []
+    if args.resume:
+        run_dir, results = _resume(args)
+    elif args.episodes is None:
+        args.episodes = 1
 
     try:
         overrides = json.loads(args.policy_config) if args.policy_config else {}
@@ -120,8 +156,12 @@ def cmd_run(args: argparse.Namespace) -> int:
     # Resolved here so the user's folders count; the env takes the Task and the profile as they are.
     task = get_task(args.task, tasks_dir=args.tasks_dir)
     hardware = detect_profile(args.hardware, root=hardware_roots(args))
-    label = re.sub(r"[^A-Za-z0-9_.-]+", "_", f"{args.task}-{args.policy}")
-    run_dir = Path(args.run_dir) / f"{time.strftime('%Y%m%d-%H%M%S')}-{label}"
+    if not args.resume:
+        label = re.sub(r"[^A-Za-z0-9_.-]+", "_", f"{args.task}-{args.policy}")
+        run_dir = Path(args.run_dir) / f"{time.strftime('%Y%m%d-%H%M%S')}-{label}"
+        run_dir.mkdir(parents=True, exist_ok=True)
+    (run_dir / RUN_SETTINGS).write_text(json.dumps({**{k: getattr(args, k) for k in _RESUMED},
+                                                    "episodes": args.episodes}, indent=1, default=str))
     sandbox = "none" if args.no_sandbox else "bwrap"
     grader = GraderConfig(warmup=args.warmup, reps=args.reps, rounds=args.rounds, sandbox=sandbox)
     env = KernelArenaEnv(task, run_dir=run_dir, hardware=hardware, sandbox=sandbox,
@@ -132,8 +172,9 @@ def cmd_run(args: argparse.Namespace) -> int:
     console.print(f"[bold]{env.unwrapped.task.env_id}[/] with policy [bold]{args.policy}[/] on {hw.name}"
                   + (" [yellow]- correctness only, no meaningful timing[/]" if hw.interpreter else ""))
     console.print(f"run directory: {run_dir}")
-    results = []
-    for ep in range(args.episodes):
+    if results:
+        console.print(f"resuming: {len(results)} of {args.episodes} episodes finished before; the rest run now")
+    for ep in range(len(results), args.episodes):
         with console.status(f"episode {ep + 1}/{args.episodes}: starting") as status:
             def on_step(step, action, info):
                 kind = action.get("kind") if isinstance(action, dict) else "?"
@@ -152,13 +193,15 @@ def cmd_run(args: argparse.Namespace) -> int:
         if results[-1].get("policy_error"):
             console.print(f"[red]{results[-1]['policy_error']}[/] (the kernel was submitted as it was and graded)",
                           soft_wrap=True)
+        # After every episode, whole or not at all: a run killed later resumes from here (--resume).
+        (run_dir / "results.json.part").write_text(json.dumps(results, indent=1, default=str))
+        os.replace(run_dir / "results.json.part", run_dir / "results.json")
     env.close()
     print_results(results, hw.interpreter)
     if hw.interpreter:
         console.print("[yellow]CPU interpreter: correctness only. Nothing was timed, so no speedup was measured"
                       + (", and the tuner, which ranks variants by speed, kept the original values" if args.policy == "tuner"
                          else "") + ".[/]")
-    (run_dir / "results.json").write_text(json.dumps(results, indent=1, default=str))
     console.print(f"trajectories: {run_dir / 'trajectories.jsonl'}")
     if results and all(r.get("policy_error") for r in results):
         console.print("[red]every episode ended with a policy error: the scores are the kernels as they stood[/]")
@@ -314,7 +357,10 @@ def main(argv: list[str] | None = None) -> int:
     run.add_argument("--task", default="triton-rmsnorm", help="task name, env id or task directory")
     run.add_argument("--policy", default="tuner", help="policy name: built-in, or from --policies-dir (see `kernelgym list`)")
     run.add_argument("--policy-config", default=None, help="JSON object of overrides for the policy's config.yaml")
-    run.add_argument("--episodes", type=positive_int, default=1)
+    run.add_argument("--episodes", type=positive_int, default=None, help="episodes in the run (default 1; with "
+                     "--resume, the run's own count)")
+    run.add_argument("--resume", default=None, metavar="RUN_DIR", help="continue a run killed or stopped before its "
+                     "last episode: its settings come from RUN_DIR/run.json, its finished episodes are kept")
     run.add_argument("--seed", type=int, default=0)
     run.add_argument("--max-steps", type=positive_int, default=50)
     run.add_argument("--max-wall-s", type=float, default=3600.0)

@@ -143,3 +143,51 @@ def test_run_refuses_non_positive_counts_with_a_usage_error(capsys):
         with pytest.raises(SystemExit) as e:
             main(["run", flag, "0"])
         assert e.value.code == 2 and "must be at least 1" in capsys.readouterr().err
+
+
+def test_a_killed_run_leaves_a_readable_trajectory_and_resumes(tmp_path, require_bwrap):
+    """SIGKILL mid-episode: every trajectory line already written parses, and `--resume` keeps the finished episode,
+    reruns the killed one and finishes the run."""
+    import os
+    import signal
+    import time
+    policy = tmp_path / "policies" / "slow-second"
+    policy.mkdir(parents=True)
+    (policy / "policy.py").write_text(
+        "import os, time\nfrom dataclasses import dataclass\n\n\n@dataclass\nclass SlowSecondConfig:\n    pass\n\n\n"
+        "class SlowSecondPolicy:\n    def __init__(self, config):\n        self.episodes = 0\n\n"
+        "    def reset(self, observation, info):\n        self.episodes += 1\n\n"
+        "    def act(self, observation, info):\n"
+        "        if self.episodes == 2 and os.environ.get('KG_TEST_HANG'):\n            time.sleep(600)\n"
+        "        return {'kind': 'submit'}\n")
+    cmd = [sys.executable, "-m", "kernelgym.cli", "run", "--policy", "slow-second", "--policies-dir",
+           str(tmp_path / "policies"), "--run-dir", str(tmp_path / "runs"), "--episodes", "3"]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                            env={**os.environ, "KG_TEST_HANG": "1"}, start_new_session=True)
+    deadline = time.monotonic() + 300
+    results = None
+    while time.monotonic() < deadline:  # until the first episode is written and the second has started
+        runs = list((tmp_path / "runs").glob("*"))
+        traj = runs[0] / "trajectories.jsonl" if runs else None
+        if traj and (runs[0] / "results.json").exists() and len(traj.read_text().splitlines()) >= 3:
+            results = runs[0] / "results.json"  # the second episode's reset is written: its policy hangs now
+            break
+        time.sleep(0.2)
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+    assert results is not None, proc.stdout.read()
+    run_dir = results.parent
+    lines = (run_dir / "trajectories.jsonl").read_text().splitlines()
+    assert [json.loads(line)["event"] for line in lines][:3] == ["reset", "step", "reset"]
+    assert len(json.loads(results.read_text())) == 1
+    done = subprocess.run([sys.executable, "-m", "kernelgym.cli", "run", "--resume", str(run_dir)],
+                          capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "resuming: 1 of 3 episodes finished before" in done.stdout
+    assert [r["reward"] for r in json.loads(results.read_text())] == [120.0] * 3
+
+
+def test_resume_refuses_a_folder_that_is_not_a_run(tmp_path):
+    proc = subprocess.run([sys.executable, "-m", "kernelgym.cli", "run", "--resume", str(tmp_path)],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2 and "not a run directory" in proc.stderr + proc.stdout
