@@ -27,6 +27,12 @@ def _step_info(policy: Policy, act_wall_s: float) -> tuple[dict[str, Any], StepU
     return record, usage
 
 
+def _policy_error(e: BaseException) -> str:
+    """The result's ``policy_error`` text for an exception the policy raised, redacted: an SDK error may quote the
+    request's headers (a proxy echoing them), key included."""
+    return redact(f"policy error: {type(e).__name__}: {e}")
+
+
 def rollout(env: gym.Env, policy: Policy, seed: int | None = None,
             on_step: Callable[[int, dict, dict], None] | None = None) -> dict[str, Any]:
     """Run one episode; return ``{"reward", "terminated", "truncated", "steps", "wall_s", "grade", "unseen",
@@ -36,9 +42,11 @@ def rollout(env: gym.Env, policy: Policy, seed: int | None = None,
 
     After every act(), the policy's step info (Policy.take_step_info, plus ``act_wall_s``) goes into the info
     passed to `on_step(step, action, info)` as ``info["policy"]``, and, when the env is wrapped in a
-    TrajectoryRecorder, into that step's trajectory record. A policy that raises ends the episode with its
-    error in the result; the env is still graded by a final submit. The policy's close() runs at the end, also
-    after an error.
+    TrajectoryRecorder, into that step's trajectory record. A policy that raises, in reset() or in act(), ends the
+    episode with its error in the result (``policy_error``); the env is still graded by a final submit. A policy
+    that gives up without raising (a CLI agent that exited or timed out without submitting) says why with a
+    ``policy_error`` string in its step info, which becomes the result's ``policy_error`` too. The policy's close()
+    runs at the end, also after an error.
     """
     start = time.monotonic()
     # Found through the wrapper stack, so a recorder under other wrappers (UnseenConfigEval) still gets it.
@@ -48,18 +56,29 @@ def rollout(env: gym.Env, policy: Policy, seed: int | None = None,
     policy_wall_s = 0.0
     try:
         obs, info = env.reset(seed=seed)
-        policy.reset(obs, info)
         steps, reward, terminated, truncated, error = 0, 0.0, False, False, None
+        try:
+            policy.reset(obs, info)
+        except Exception as e:  # noqa: BLE001 - like act() below: a policy that cannot start is still graded
+            # A CLI policy checks its key and binary here, an API policy at its first act(): both end the same way
+            # (policy_error, the kernel submitted as it stands and graded), so a missing key is never a crash.
+            error = _policy_error(e)
         while not (terminated or truncated):
             act_start = time.monotonic()
-            try:
-                action = policy.act(obs, info)
-            except Exception as e:  # noqa: BLE001 - a broken policy still gets its kernel graded
-                # redacted: an SDK error may quote the request's headers (a proxy echoing them), key included
-                error, action = redact(f"policy error: {type(e).__name__}: {e}"), {"kind": "submit"}
+            if error is not None:  # reset() failed, or the previous act() did: submit without asking again
+                action = {"kind": "submit"}
+            else:
+                try:
+                    action = policy.act(obs, info)
+                except Exception as e:  # noqa: BLE001 - a broken policy still gets its kernel graded
+                    error, action = _policy_error(e), {"kind": "submit"}
             act_wall_s = time.monotonic() - act_start
             policy_wall_s += act_wall_s
             record, usage = _step_info(policy, act_wall_s)
+            # A policy that gave up without raising (a CLI that exited or timed out without submitting) says why
+            # here; it is a policy error all the same, so `kernelgym run` prints it and a script can see it.
+            if error is None and record.get("policy_error"):
+                error = redact(f"policy error: {record['policy_error']}")
             usages.append(usage)
             if annotate:
                 annotate({"policy": record})

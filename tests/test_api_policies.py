@@ -207,6 +207,34 @@ def test_rollout_closes_a_failing_policy_and_grades_anyway(tmp_path):
     assert policy.closed == 1 and result["usage"]["input_tokens"] == 20  # the failed act's usage still counts
 
 
+class FailingResetPolicy(ReportingPolicy):
+    """A policy whose reset() raises, as a CLI policy does without its key or binary."""
+
+    def reset(self, observation, info):
+        raise RuntimeError("no key here")
+
+
+def test_rollout_treats_a_failing_reset_like_a_failing_act(tmp_path):
+    """An exception from reset() is the episode's policy_error, the kernel is submitted as it stands and graded,
+    act() is never called, and close() still runs."""
+    policy = FailingResetPolicy()
+    result = rollout(StubEnv(), policy)
+    assert result["policy_error"] == "policy error: RuntimeError: no key here"
+    assert result["terminated"] and result["steps"] == 1 and policy.n == 0 and policy.closed == 1
+
+
+def test_policy_error_reported_in_step_info_is_the_episode_error():
+    """A policy that gives up without raising (a CLI that exited or timed out) names why in its step info."""
+    class GivesUp(ReportingPolicy):
+        def act(self, observation, info):
+            return {"kind": "submit", "truncate": True}
+
+        def take_step_info(self):
+            return {"policy_error": "cli timed out after 9 s: API error 529"}
+    result = rollout(StubEnv(), GivesUp())
+    assert result["policy_error"] == "policy error: cli timed out after 9 s: API error 529"
+
+
 def test_policies_without_usage_report_none():
     result = rollout(StubEnv(), load_policy("scripted", actions=[{"kind": "shell", "cmd": "ls"}]))
     assert result["steps"] == 2 and result["usage"]["input_tokens"] is None and result["usage"]["cost_usd"] is None
