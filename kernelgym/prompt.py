@@ -41,6 +41,10 @@ Actions (one per step, as JSON):
   {"kind": "write_file", "path": "kernel.py", "content": "..."}   replace a file's contents
   {"kind": "edit_file", "path": "kernel.py", "old": "...", "new": "..."}   replace one exact occurrence
   {"kind": "profile", "config": 0}                        profile the kernel on seen config 0 (device times, counters)
+  {"kind": "bench"}                                       what the grader would reward (advisory): per-config speedup
+                                                          over the original kernel, timed as the grader times (GPU),
+                                                          or a labelled bytes-moved model (CPU interpreter); same as
+                                                          `python bench.py`
   {"kind": "submit"}                                      end the episode and be graded"""
 
 
@@ -73,7 +77,8 @@ def build_prompt(task: Task, hardware: HardwareProfile, workspace: Path, max_ste
         f"{', '.join(hardware.triton_launch_options)}.\n\n{hardware.reference_doc().strip()}",
         f"## Workspace\n{workspace}",
         f"## How to work\n{ACTIONS}\n\nIterate: edit, run `python check.py`, keep what is correct"
-        + (" (check.py cannot time anything on the interpreter)" if hardware.interpreter else " and faster")
+        + (" (nothing can be timed on the interpreter; `bench` estimates from the bytes your kernels move, a model)"
+           if hardware.interpreter else " and faster by `bench` (check.py's times are not timed the grader's way)")
         + ", then submit your best version.",
     ]
     return "\n\n".join(parts) + "\n"
