@@ -20,6 +20,8 @@ import difflib
 import importlib.util
 import os
 import sys
+import types
+import typing
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -151,7 +153,8 @@ def load_policy(name: str, policies_dir: Dirs = None, **overrides: Any) -> Polic
     Raises:
         UnknownPolicyError: no folder of that name; the message lists the policies there are.
         PolicyConfigError: two folders share the name; policy.py does not import or lacks ``<Name>Config`` /
-            ``<Name>Policy``; config.yaml is not a mapping; or an override names no field of the config.
+            ``<Name>Policy``; config.yaml is not a mapping; a key of config.yaml or an override names no field
+            of the config; or a value does not fit its field's type (`check_config_types`).
     """
     folders, problems = discover_policies(policies_dir)
     clash = [p for p in problems if f"policy name {name!r} is already taken" in p]
@@ -186,9 +189,76 @@ def load_policy(name: str, policies_dir: Dirs = None, **overrides: Any) -> Polic
     values = {} if values is None else values
     if not isinstance(values, dict):
         raise PolicyConfigError(f"{config_file}: expected a mapping of config fields, found {type(values).__name__}")
-    values.update(overrides)
     known = {f.name for f in dataclasses.fields(config_cls)}
     unknown = set(values) - known
     if unknown:
+        raise PolicyConfigError(f"{config_file}: unknown config fields {sorted(unknown)}; known: {sorted(known)}")
+    unknown = set(overrides) - known
+    if unknown:
         raise PolicyConfigError(f"policy {name!r}: unknown config fields {sorted(unknown)}; known: {sorted(known)}")
+    check_config_types(config_cls, values, f"{config_file}")
+    check_config_types(config_cls, overrides, f"policy {name!r} (override)")
+    values.update(overrides)
     return policy_cls(config_cls(**values))
+
+
+def _type_name(tp: Any) -> str:
+    """A field type as a reader writes it: ``int``, ``list[str]``, ``float or null``."""
+    origin, args = typing.get_origin(tp), typing.get_args(tp)
+    if origin in (typing.Union, types.UnionType):
+        return " or ".join("null" if a is type(None) else _type_name(a) for a in args)
+    if origin in (list, dict):
+        return f"{origin.__name__}[{', '.join(_type_name(a) for a in args)}]" if args else origin.__name__
+    return "Any" if tp is Any else getattr(tp, "__name__", str(tp))
+
+
+def _fits(value: Any, tp: Any) -> bool:
+    """Whether `value` (from YAML or JSON) fits the simple type `tp`: int, float (an int is accepted), str,
+    bool, list[...], dict[...], a Union/Optional of those. Any other type (a class, a Literal) is not checked."""
+    origin, args = typing.get_origin(tp), typing.get_args(tp)
+    if tp is Any:
+        return True
+    if tp is type(None):
+        return value is None
+    if origin in (typing.Union, types.UnionType):
+        return any(_fits(value, a) for a in args)
+    if tp is bool:
+        return isinstance(value, bool)
+    if tp is int:  # bool is an int subclass; `true` for a count is a mistake
+        return isinstance(value, int) and not isinstance(value, bool)
+    if tp is float:
+        return isinstance(value, (int, float)) and not isinstance(value, bool)
+    if tp is str:
+        return isinstance(value, str)
+    if tp is list or origin is list:
+        return isinstance(value, list) and (not args or all(_fits(v, args[0]) for v in value))
+    if tp is dict or origin is dict:
+        return isinstance(value, dict) and (len(args) != 2 or all(
+            _fits(k, args[0]) and _fits(v, args[1]) for k, v in value.items()))
+    return True
+
+
+def check_config_types(config_cls: type, values: dict[str, Any], source: str) -> None:
+    """Check `values` against `config_cls`'s field types, so a wrong type fails here with the field's name rather
+    than deep inside the policy (a string where a list is expected would be iterated character by character).
+
+    Args:
+        config_cls: the policy's config dataclass.
+        values: field name -> value (config.yaml's, or the overrides).
+        source: where the values come from, for the message (config.yaml's path, or the overrides).
+
+    Raises:
+        PolicyConfigError: a value does not fit its field's type; the message names the field, the expected type
+            and the value given.
+    """
+    try:
+        hints = typing.get_type_hints(config_cls)
+    except Exception:  # noqa: BLE001 - an annotation that does not resolve: nothing to check against
+        return
+    for key, value in values.items():
+        tp = hints.get(key)
+        if tp is not None and not _fits(value, tp):
+            shown = repr(value)
+            shown = shown if len(shown) <= 80 else shown[:77] + "..."
+            raise PolicyConfigError(f"{source}: config field {key!r} expects {_type_name(tp)}, got "
+                                    f"{type(value).__name__} {shown}")

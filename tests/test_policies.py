@@ -147,3 +147,39 @@ def test_binary_requirement_is_met_where_the_cli_policies_look(tmp_path, monkeyp
     monkeypatch.setenv("PATH", str(tmp_path / "empty"))
     assert requirement_met("binary:kgtest-fake-cli") is True
     assert requirement_met("binary:kgtest-no-such-cli") is False
+
+
+@pytest.mark.parametrize("name,overrides,field,expected,got", [
+    ("scripted", {"actions": "x"}, "actions", "list[dict[str, Any]]", "str 'x'"),
+    ("scripted", {"actions": ["python check.py"]}, "actions", "list[dict[str, Any]]", "list"),
+    ("openai", {"max_tokens": "lots"}, "max_tokens", "int", "str 'lots'"),
+    ("openai", {"max_retries": True}, "max_retries", "int", "bool True"),
+    ("anthropic", {"temperature": "hot"}, "temperature", "float or null", "str 'hot'"),
+    ("claude-code", {"pass_env": "HTTPS_PROXY"}, "pass_env", "list[str]", "str 'HTTPS_PROXY'"),
+    ("codex", {"prices": {"m": {"input": "cheap", "output": 1}}}, "prices", "dict[str, dict[str, float]]", "dict"),
+])
+def test_config_values_are_type_checked(name, overrides, field, expected, got):
+    """A value of the wrong type fails at load time naming the field, the expected type and what was given (a
+    string where a list is expected would otherwise be iterated character by character)."""
+    with pytest.raises(PolicyConfigError, match=re.escape(f"config field {field!r} expects {expected}, got {got}")):
+        load_policy(name, **overrides)
+
+
+def test_config_type_checks_accept_what_the_defaults_hold():
+    """Ints for float fields, null for Optional ones, and every built-in config.yaml as it ships."""
+    load_policy("openai", timeout_s=30, temperature=None, base_url=None, parallel_tool_calls=True)
+    load_policy("claude-code", timeout_s=90, extra_args=["--debug"])
+    for name in ("scripted", "openai", "anthropic", "claude-code", "codex", "cursor-agent"):
+        load_policy(name)
+
+
+def test_yaml_values_are_type_checked_and_named_by_file(tmp_path):
+    _policy(tmp_path, config="cmd: [echo, hi]\n")
+    with pytest.raises(PolicyConfigError, match=r"config\.yaml: config field 'cmd' expects str, got list"):
+        load_policy("echo", policies_dir=tmp_path)
+
+
+@pytest.mark.parametrize("field", ["effort", "base_url"])
+def test_cursor_agent_refuses_fields_it_cannot_use(field):
+    with pytest.raises(PolicyConfigError, match=f"cursor-agent: config field '{field}' is not supported"):
+        load_policy("cursor-agent", **{field: "high"})

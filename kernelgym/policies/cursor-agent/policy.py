@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from kernelgym.agents.launcher import CLIAgentConfig, CLIAgentPolicy, write_private
+from kernelgym.errors import PolicyConfigError
 from kernelgym.usage import StepUsage, token_count
 
 #: What `kernelgym list` shows this policy needs.
@@ -46,6 +47,22 @@ class CursorAgentPolicy(CLIAgentPolicy):
     install_hint = ("Install Cursor's CLI as Cursor documents it (it is not on npm), so that `cursor-agent` is on "
                     "PATH, or set `binary` to its path.")
     fixed_env = {"NO_UPDATE_NOTIFIER": "1"}
+    #: CLIAgentConfig fields this CLI has no way to honour, and why: setting one is an error, not a silent no-op.
+    UNSUPPORTED = {"effort": "the CLI has no reasoning-effort flag (pick a model variant with `model` instead)",
+                   "base_url": "the CLI talks to Cursor's service only; it has no setting for another API"}
+
+    def __init__(self, config: CursorAgentConfig):
+        """Refuse the shared CLI fields Cursor's CLI cannot use (`UNSUPPORTED`), so a run never looks configured
+        when it is not.
+
+        Raises:
+            PolicyConfigError: `effort` or `base_url` is set.
+        """
+        for name, why in self.UNSUPPORTED.items():
+            if getattr(config, name):
+                raise PolicyConfigError(f"cursor-agent: config field {name!r} is not supported ({why}); "
+                                        f"leave it empty")
+        super().__init__(config)
 
     def command(self, binary: str, prompt: str, mcp_url: str, home: Path, token: str) -> tuple[list[str], str | None]:
         """``cursor-agent -p`` with the MCP server (URL and bearer token) and permission rules in ``.cursor/``."""
