@@ -78,3 +78,57 @@ def test_the_estimate_never_enters_the_reward(env):
     _bench(env, source=ONE_PASS)
     obs, reward, terminated, truncated, info = env.step({"kind": "submit"})
     assert terminated and reward == 120.0 and info["grade"]["speedup"] is None
+
+
+STAND_IN = r'''
+import importlib.util, os, sys, time
+from types import SimpleNamespace
+import torch
+ws = sys.argv[1]
+spec = importlib.util.spec_from_file_location("bench_under_test", os.path.join(ws, "bench.py"))
+bench = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(bench)
+bench.DEVICE = "cpu"
+harness, stats = bench.grader_code()
+
+
+class Event:
+    def __init__(self, enable_timing=False, external=False):
+        self.t = None
+
+
+def no_cuda():
+    raise RuntimeError("no CUDA here")
+
+
+harness._Event, harness._synchronize, harness._capture_stream = Event, (lambda: None), no_cuda
+harness._record = lambda ev: setattr(ev, "t", time.perf_counter())
+harness._elapsed = lambda s, e: (e.t - s.t) * 1000
+torch.cuda.synchronize = lambda *a: None
+bench.SETTINGS["flush_bytes"] = 1 << 20
+bench.measure(SimpleNamespace(full=False, warmup=1, reps=4, rounds=2), [0, 1])
+'''
+
+
+def test_measured_path_runs_the_graders_timing_code(tmp_path):
+    """The GPU path's plumbing, on a stand-in device (CPU events, eager calls on the interpreter): the grader's
+    Timed/time_pair and timing_stats run, and the report has the measured format. The numbers mean nothing here."""
+    import os
+    import subprocess
+    import sys
+
+    from kernelgym.discovery import get_task
+    from kernelgym.estimate import install_bench
+    from kernelgym.hardware import detect_profile
+    from kernelgym.workspace import create_workspace
+    task, hw = get_task("triton-rmsnorm"), detect_profile("cpu-interpreter")
+    ws = create_workspace(task, tmp_path / "ws", hw)
+    install_bench(task, ws, hw)
+    (ws / "kernel.py").write_text(ONE_PASS)
+    proc = subprocess.run([sys.executable, "-c", STAND_IN, str(ws)], capture_output=True, text=True, timeout=300,
+                          env={**os.environ, "TRITON_INTERPRET": "1"}, cwd=ws)
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 0, out
+    assert "method: MEASURED on cpu with the grader's timing code" in out and "MODEL" not in out
+    assert len(re.findall(r"^config \d .*speedup [0-9.]+x \(band [0-9.]+\.\.[0-9.]+\)", out, re.M)) == 2, out
+    assert "events+sync" in out and re.search(r"BENCH kind=measured speedup_mean=[0-9.]+ .* configs=2", out), out

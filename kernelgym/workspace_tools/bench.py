@@ -176,9 +176,20 @@ def model(args, configs):
 
 
 # -- GPU: measured with the grader's own timing code ---------------------------------------------------------------
+DEVICE = "cuda"
+_CODE = {}
+
+
+def grader_code():
+    """The grader's harness (`Timed`, `time_pair`, ...) and statistics, from their copies in .kernelgym/."""
+    if not _CODE:
+        _CODE["harness"] = _module(os.path.join(HERE, ".kernelgym", "harness.py"), "kernelgym_bench_harness")
+        _CODE["stats"] = _module(os.path.join(HERE, ".kernelgym", "timing_stats.py"), "kernelgym_bench_stats")
+    return _CODE["harness"], _CODE["stats"]
+
+
 def measure(args, configs):
-    harness = _module(os.path.join(HERE, ".kernelgym", "harness.py"), "kernelgym_bench_harness")
-    stats = _module(os.path.join(HERE, ".kernelgym", "timing_stats.py"), "kernelgym_bench_stats")
+    harness, stats = grader_code()
     protocol = harness.protocol
     knobs = SETTINGS["grader"] if args.full else SETTINGS["bench"]
     warmup, reps, rounds = args.warmup or knobs["warmup"], args.reps or knobs["reps"], args.rounds or knobs["rounds"]
@@ -186,7 +197,7 @@ def measure(args, configs):
     flush_bytes = SETTINGS["flush_bytes"]
     g = SETTINGS["grader"]
     print(ADVISORY)
-    print(f"method: MEASURED on {torch.cuda.get_device_name(0)} with the grader's timing code (harness.time_pair): "
+    print(f"method: MEASURED on {torch.cuda.get_device_name(0) if DEVICE == 'cuda' else DEVICE} with the grader's timing code (harness.time_pair): "
           f"CUDA graphs (events inside the graph where possible), caches flushed by reading {flush_bytes / 2**20:.0f} "
           f"MiB before every run, {input_sets} input sets rotated, original and yours interleaved in {rounds} rounds "
           f"(order alternating), {warmup} warm-up calls, {reps} timed runs each, interquartile mean per kernel; "
@@ -195,20 +206,21 @@ def measure(args, configs):
     slots = [protocol.OutputSlot(s["name"], s.get("arg")) for s in spec["outputs"]]
     builder = load(spec["input_builder"])
     base_fn, cand_fn = entry(BASELINE_DIR, "bench_baseline"), entry()
-    flush = torch.ones(flush_bytes // 4, dtype=torch.float32, device="cuda") if flush_bytes else None
+    flush = torch.ones(flush_bytes // 4, dtype=torch.float32, device=DEVICE) if flush_bytes else None
     reset_l2 = harness._persisting_l2_reset()
-    gen = torch.Generator(device="cuda").manual_seed(4321)
+    gen = torch.Generator(device=DEVICE).manual_seed(4321)
     speedups, bands = [], []
     for i in configs:
         cfg = spec["configs"][i]
         try:
-            verify = builder(cfg, protocol.verify_seed(4321, i), "cuda")
+            verify = builder(cfg, protocol.verify_seed(4321, i), DEVICE)
             pool = [verify] + [tuple(harness._perturb(a, gen) for a in verify) for _ in range(input_sets - 1)]
             expected = []
             for a in pool:
                 copies = tuple(harness._clone(x) for x in a)
                 expected.append(tuple(o.detach().clone() for o in harness.collect(base_fn(*copies), copies, slots)))
-            static, graph_pool = tuple(harness._clone(a) for a in verify), torch.cuda.graph_pool_handle()
+            static = tuple(harness._clone(a) for a in verify)
+            graph_pool = torch.cuda.graph_pool_handle() if DEVICE == "cuda" else None
             base = harness.Timed(base_fn, static, warmup, slots, graph_pool)
             base.out = None
             cand = harness.Timed(cand_fn, static, warmup, slots, graph_pool)
