@@ -16,6 +16,7 @@ import importlib
 import json
 import os
 import random
+import socket
 import time
 import uuid
 from dataclasses import dataclass, field
@@ -50,6 +51,11 @@ TOOLS: list[dict[str, Any]] = [
                     "plus hardware counters where a profiler is installed.",
      "input_schema": {"type": "object", "properties": {"config": {"type": "integer", "minimum": 0, "default": 0}},
                       "required": []}},
+    {"name": "bench",
+     "description": "Run `python bench.py`: what the grader would reward now, per seen config the speedup over the "
+                    "original kernel and the score it implies (advisory; it does not check correctness, "
+                    "check.py does).",
+     "input_schema": {"type": "object", "properties": {}, "required": []}},
     {"name": "submit", "description": "End the episode; the kernel as it is now is graded.",
      "input_schema": {"type": "object", "properties": {}, "required": []}},
 ]
@@ -130,6 +136,24 @@ class MissingApiKeyError(KernelGymError):
     """The environment variable that should hold the API key is unset or empty; the message names it."""
 
 
+class ModelApiError(KernelGymError):
+    """A model request failed for good: not retried, or still failing when its retries were spent. The message
+    names the SDK's error, the API's base URL and how many attempts were made in how long; the SDK's error is
+    its ``__cause__``."""
+
+
+def could_not_connect(error: BaseException) -> bool:
+    """Whether `error` (or an exception it was raised from) is a failure to open a connection at all: refused,
+    unknown host, unreachable network (httpx's ConnectError, which both SDKs wrap in APIConnectionError)."""
+    seen: set[int] = set()
+    while error is not None and id(error) not in seen:
+        seen.add(id(error))
+        if isinstance(error, (ConnectionRefusedError, socket.gaierror)) or type(error).__name__ == "ConnectError":
+            return True
+        error = error.__cause__ or error.__context__
+    return False
+
+
 @dataclass
 class ToolCall:
     """One tool call of a model reply and the env action it maps to."""
@@ -175,6 +199,10 @@ class ApiPolicyConfig:
     """Seconds per API request."""
     max_retries: int = 6
     """Retries of one request after a rate limit (429), overload or server error (5xx), or a connection error."""
+    max_connect_retries: int = 2
+    """Retries (at most `max_retries`) when no connection could be made at all (connection refused, unknown host):
+    a wrong `base_url` or a server that is not up does not fix itself in the minutes the full backoff takes.
+    A connection lost mid-request (a reset, a timeout) counts under `max_retries`."""
     backoff_initial_s: float = 2.0
     """First retry wait; it doubles each retry (with jitter) up to `backoff_max_s`. A server's retry-after header
     replaces it (capped at `backoff_max_s`)."""
@@ -243,7 +271,8 @@ class ToolCallingPolicy:
 
         Raises:
             MissingApiKeyError: the key's env var is unset (rollout then submits; the episode is still graded).
-            The SDK's API errors that are not retried, or still fail after `max_retries` retries.
+            ModelApiError: an API error that is not retried, or still fails after its retries; the message names
+                the SDK's error, the base URL and the attempts (the SDK's error is its ``__cause__``).
         """
         if self._handed is not None:
             self._history.append({"role": "tool", "call": self._handed, "output": observation.get("output", ""),
@@ -337,7 +366,9 @@ class ToolCallingPolicy:
                 except Exception as e:  # noqa: BLE001 - which errors are retried is _retry_wait's decision
                     wait = self._retry_wait(e, attempt)
                     if wait is None:
-                        raise
+                        # Retries are silent (nothing on the console), so the one error that ends the episode
+                        # must say what was tried: which server, how often, for how long.
+                        raise self._final_error(e, attempt + 1, time.monotonic() - start) from e
                     usage.retries += 1
                     time.sleep(wait)
         finally:
@@ -348,12 +379,36 @@ class ToolCallingPolicy:
         self._usage = self._usage + reply.usage
         return reply
 
+    def _base_url(self) -> str:
+        """The API's base URL as the client uses it (the SDK's default or its variable when `base_url` is null)."""
+        url = getattr(self._client, "base_url", None) or self.config.base_url
+        return str(url).rstrip("/") if url else "(the SDK's default URL)"
+
+    def _final_error(self, error: BaseException, attempts: int, elapsed_s: float) -> Exception:
+        """`error` as the episode's final error: a ModelApiError naming the SDK's error, the base URL and the
+        attempts; a MissingApiKeyError or other kernelgym error as it is."""
+        if isinstance(error, KernelGymError):
+            return error
+        hint = ""
+        if could_not_connect(error):
+            hint = "; nothing accepted a connection there: check base_url, and that the server is up"
+        elif getattr(error, "status_code", None) in (401, 403):
+            hint = f"; check the key in ${self.config.api_key_env}" if self.config.api_key_env else ""
+        text = str(error).strip() or "(no message)"
+        return ModelApiError(f"{type(error).__name__}: {text} [model {self.config.model!r} at {self._base_url()}: "
+                             f"{attempts} attempt{'s' if attempts != 1 else ''} in "
+                             f"{elapsed_s:.1f} s{hint}]")
+
     def _retry_wait(self, error: BaseException, attempt: int) -> float | None:
-        """Seconds to wait before retrying after `error`, or None if it is not retried (or retries are spent)."""
+        """Seconds to wait before retrying after `error`, or None if it is not retried (or retries are spent).
+        A failure to connect at all gets `max_connect_retries` retries, anything else retryable `max_retries`."""
         status = getattr(error, "status_code", None)
         retryable = isinstance(error, self.connection_errors) or status in (408, 409, 429) or (
             isinstance(status, int) and status >= 500)
-        if not retryable or attempt >= self.config.max_retries:
+        limit = self.config.max_retries
+        if isinstance(error, self.connection_errors) and could_not_connect(error):
+            limit = min(limit, self.config.max_connect_retries)
+        if not retryable or attempt >= limit:
             return None
         wait = min(self.config.backoff_max_s, self.config.backoff_initial_s * 2 ** attempt)
         wait *= 0.5 + random.random() / 2  # jitter: parallel episodes do not retry in lockstep

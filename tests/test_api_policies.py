@@ -8,6 +8,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 
 import gymnasium as gym
 import pytest
@@ -306,6 +307,21 @@ def test_connection_errors_are_retried(monkeypatch):
         pass
     result = rollout(StubEnv(), load_policy("openai", base_url=server.base_url, max_retries=2, **FAST))
     assert "APIConnectionError" in result["policy_error"] and result["usage"]["retries"] == 2
+
+
+def test_wrong_base_url_fails_fast_naming_the_url_and_attempts(monkeypatch):
+    """The README's local-server example with no server listening: with the default retry settings the episode
+    ends within seconds (a refused connection gets max_connect_retries, not the full backoff), and the error
+    names the URL, the attempts and what to check."""
+    with fake_openai([]) as server:  # closed at once: nothing listens on its port any more
+        pass
+    url = server.base_url + "/v1"
+    start = time.monotonic()
+    result = rollout(StubEnv(), load_policy("openai", base_url=url, model="my-model", api_key_env=None))
+    assert time.monotonic() - start < 10
+    error = result["policy_error"]
+    assert "ModelApiError: APIConnectionError" in error and url in error and "3 attempts" in error, error
+    assert "check base_url" in error and result["usage"]["retries"] == 2
 
 
 def test_api_errors_that_are_not_retried_or_outlast_the_retries_end_the_episode(monkeypatch):

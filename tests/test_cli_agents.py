@@ -97,7 +97,7 @@ def test_claude_code_whole_episode(tmp_path, require_bwrap):
     # Claude Code offered the model the kernelgym MCP tools and none of its own, and sent the key it was given
     offered = {t["name"] for t in main[0]["body"]["tools"]}
     assert offered == {f"mcp__kernelgym__{n}" for n in ("shell", "read_file", "write_file", "edit_file", "profile",
-                                                       "submit")}
+                                                       "bench", "submit")}
     assert all(r["headers"].get("x-api-key") == FAKE_KEY for r in main)
     # four model replies (three tool calls and a closing message): the CLI's totals are the episode's
     assert result["usage"]["input_tokens"] == 4000 and result["usage"]["output_tokens"] == 200
