@@ -1,0 +1,157 @@
+"""The Triton task suite (issue 14) as a whole: which families of the arena's Triton tasks it covers, that every
+baseline is vendor-neutral, that each new task's baseline is correct on the CPU interpreter (graded as a submission,
+sandboxed), that the known-faster kernels under tests/kernels/ are correct there too, and that each task's unseen
+configs for a GPU lie in its space.
+
+What tests/test_tasks.py already does for every task folder (the reference runs on the configs, trivial outputs
+fail) is not repeated here. Nothing here times anything: speed on a GPU is not checked by this file.
+"""
+import re
+import shutil
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from kernelgym.discovery import discover_tasks, get_task
+
+KERNELS = Path(__file__).resolve().parent / "kernels"
+
+#: The suite's tasks by family (the families of the arena's Triton tasks, from vLLM's and ROCm's Triton kernels).
+FAMILIES = {
+    "norms": ["triton-rmsnorm", "triton-fused-add-rmsnorm", "triton-layernorm"],
+    "softmax": ["triton-softmax", "triton-log-softmax"],
+    "activations": ["triton-silu-and-mul"],
+    "elementwise": ["triton-bias-gelu"],
+    "rotary embedding": ["triton-rotary-embedding"],
+    "reduction along an axis": ["triton-sum-dim0"],
+    "cumulative sum": ["triton-cumsum"],
+    "matmul": ["triton-matmul"],
+    "batched matmul": ["triton-bmm"],
+    "gemm with fused epilogue": ["triton-linear-bias-gelu"],
+    "int8 quantization": ["triton-per-token-quant-int8"],
+    "moe routing": ["triton-topk-softmax"],
+    "paged-attention decode": ["triton-paged-attention-decode"],
+    "flash-attention forward": ["triton-flash-attention"],
+    "cross-entropy": ["triton-cross-entropy"],
+    "kv-cache write": ["triton-reshape-and-cache"],
+    "embedding gather": ["triton-embedding"],
+    "sampling": ["triton-argmax-sampling"],
+}
+#: Families of the issue not covered yet, with the reason (the report says so too).
+MISSING = {
+    "fp8 quantization": "the CPU interpreter has no fp8 arithmetic to check a baseline on; needs a GPU session",
+    "moe align block size": "not written yet (sorting tokens to expert blocks: a scan plus a scatter)",
+}
+#: Tasks added for issue 14 (rmsnorm and fused-add-rmsnorm have their own tests: test_env.py, test_fused_add_rmsnorm.py).
+NEW_TASKS = sorted(n for names in FAMILIES.values() for n in names
+                   if n not in ("triton-rmsnorm", "triton-fused-add-rmsnorm"))
+#: Known-faster kernels kept under tests/kernels/ (untimed here: expected >= 1.2x on an H200, not yet measured).
+FAST = {
+    "triton-matmul": "matmul_fast.py",
+    "triton-flash-attention": "flash_attention_fast.py",
+}
+#: Vendor-specific code a baseline must not use: CUDA/HIP libdevice and extras, inline PTX/GCN assembly.
+VENDOR_SPECIFIC = re.compile(r"tl\.extra|language\.extra|libdevice|inline_asm|\bptx\b|nvvm|amdgcn|\bhip\b|"
+                             r"__nv_|__ocml_", re.IGNORECASE)
+
+
+def test_families_are_covered_by_existing_tasks():
+    tasks = discover_tasks()
+    names = [n for family in FAMILIES.values() for n in family]
+    assert len(names) == len(set(names))
+    assert [n for n in names if n not in tasks] == []
+    assert not set(FAMILIES) & set(MISSING)
+    triton = [n for n, t in tasks.items() if t.spec.language == "triton"]
+    assert len(triton) >= 20 and set(names) <= set(triton)
+
+
+@pytest.mark.parametrize("name", sorted(n for n, t in discover_tasks().items() if t.spec.language == "triton"))
+def test_baseline_is_vendor_neutral(name):
+    task = get_task(name)
+    for rel in task.spec.editable_files:
+        source = (task.root / rel).read_text()
+        code = "\n".join(line.split("#")[0] for line in source.splitlines())
+        found = VENDOR_SPECIFIC.findall(code)
+        assert not found, f"{name}/{rel} uses vendor-specific code: {found}"
+
+
+@pytest.mark.parametrize("name", NEW_TASKS)
+def test_task_declares_what_the_issue_asks(name):
+    spec = get_task(name).spec
+    assert spec.difficulty in ("easy", "medium", "hard")
+    assert spec.guidance and "baseline" in spec.guidance.lower()
+    assert spec.roofline is not None and spec.roofline.bytes and spec.roofline.flops
+    assert len(spec.seen_configs) == 5 and len(spec.interpreter_configs) >= 3
+    assert len(spec.config_space.production_shapes) >= 5
+
+
+@pytest.mark.parametrize("name", NEW_TASKS)
+def test_gpu_unseen_configs_lie_in_the_space(name):
+    # The GPU's unseen configs (production shapes of real models among them); the reference is not run on them here
+    # (that takes a GPU for the large ones): validate runs it on the interpreter's, and the grader on the GPU's.
+    from kernelgym.config_space import violations
+    from kernelgym.unseen.generator import generate_unseen_configs
+    task = get_task(name)
+    configs, _ = generate_unseen_configs(task, seed=0, interpreter=False, validate=lambda c: None)
+    assert len(configs) == 8
+    assert any(c.get("category") == "production" for c in configs)
+    for c in configs:
+        assert violations(task.spec.config_space, c) == [], c
+
+
+def _grade(task, tmp_path, kernel_source=None):
+    from kernelgym.grader import Grader, GraderConfig
+    from kernelgym.hardware import detect_profile
+    ws = task.root
+    if kernel_source is not None:
+        ws = tmp_path / "ws"
+        ws.mkdir()
+        for rel in task.public_files():
+            shutil.copy(task.root / rel, ws / rel)
+        (ws / "kernel.py").write_text(kernel_source)
+    config = GraderConfig(warm_worker=False, measure=False)
+    return Grader(task, detect_profile(), tmp_path / "grading", config).grade(ws, seed=0)
+
+
+@pytest.mark.parametrize("name", NEW_TASKS)
+def test_baseline_is_correct_on_the_interpreter(name, tmp_path, require_bwrap):
+    task = get_task(name)
+    g = _grade(task, tmp_path)
+    assert g.compiled and g.correct, g.summary()
+    assert len(g.configs) == len(task.spec.interpreter_configs)
+
+
+@pytest.mark.parametrize("name", sorted(FAST))
+def test_known_faster_kernel_is_correct_on_the_interpreter(name, tmp_path, require_bwrap):
+    task = get_task(name)
+    source = (KERNELS / FAST[name]).read_text()
+    g = _grade(task, tmp_path, source)
+    assert g.compiled and g.correct, g.summary()
+
+
+_BF16_DOT = textwrap.dedent("""
+    import torch, triton, triton.language as tl
+    @triton.jit
+    def k(a_ptr, b_ptr, c_ptr):
+        r = tl.arange(0, 16)
+        a = tl.load(a_ptr + r[:, None] * 16 + r[None, :])
+        b = tl.load(b_ptr + r[:, None] * 16 + r[None, :])
+        tl.store(c_ptr + r[:, None] * 16 + r[None, :], tl.dot(a, b))
+    a, b = torch.randn(16, 16).bfloat16(), torch.randn(16, 16).bfloat16()
+    c = torch.empty(16, 16)
+    k[(1,)](a, b, c)
+    print(float((c - a.float() @ b.float()).abs().max()))
+""")
+
+
+def test_interpreter_bf16_dot_is_still_wrong():
+    # The matmul and attention tasks grade fp16 only on the interpreter because Triton's CPU interpreter computes
+    # tl.dot on bf16 operands wrongly. When this fails, Triton has fixed it: add bf16 interpreter configs there.
+    import os
+    env = dict(os.environ, TRITON_INTERPRET="1")
+    out = subprocess.run([sys.executable, "-c", _BF16_DOT], env=env, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert float(out.stdout.split()[-1]) > 1.0
