@@ -64,7 +64,8 @@ def summary_line(kind, speedups, bands, bytes_ratio):
 class Traffic:
     """Counts, while installed, what Triton's interpreter does: bytes loaded and stored by every kernel (only the
     elements whose mask is true), programs run and launches. Wraps the interpreter builder's masked load and store
-    (every load and store, block-pointer and descriptor ones included, goes through them) and the grid executor."""
+    (every load and store, block-pointer and descriptor ones, gathers and scatters included, goes through them), its
+    atomics (a load and a store per active element) and the grid executor."""
 
     def __init__(self):
         from triton.runtime import interpreter
@@ -76,8 +77,9 @@ class Traffic:
 
     def __enter__(self):
         builder, grid = self.mod.InterpreterBuilder, self.mod.GridExecutor
-        self.saved = builder.create_masked_load, builder.create_masked_store, grid.__call__
-        load_fn, store_fn, call_fn = self.saved
+        self.saved = (builder.create_masked_load, builder.create_masked_store, grid.__call__,
+                      builder.create_atomic_rmw, builder.create_atomic_cas)
+        load_fn, store_fn, call_fn, rmw_fn, cas_fn = self.saved
         me = self
 
         def elem_bytes(ptrs):
@@ -104,12 +106,26 @@ class Traffic:
                 me.programs += dims[0] * dims[1] * dims[2]
             return out
 
-        builder.create_masked_load, builder.create_masked_store, grid.__call__ = masked_load, masked_store, launch
+        def atomic_rmw(self_, op, ptr, val, mask, *a, **k):  # a read and a write per active element
+            n = active(ptr, mask) * elem_bytes(ptr)
+            me.loaded += n
+            me.stored += n
+            return rmw_fn(self_, op, ptr, val, mask, *a, **k)
+
+        def atomic_cas(self_, ptr, *a, **k):
+            n = int(ptr.data.size) * elem_bytes(ptr)
+            me.loaded += n
+            me.stored += n
+            return cas_fn(self_, ptr, *a, **k)
+
+        (builder.create_masked_load, builder.create_masked_store, grid.__call__, builder.create_atomic_rmw,
+         builder.create_atomic_cas) = masked_load, masked_store, launch, atomic_rmw, atomic_cas
         return self
 
     def __exit__(self, *exc):
         builder, grid = self.mod.InterpreterBuilder, self.mod.GridExecutor
-        builder.create_masked_load, builder.create_masked_store, grid.__call__ = self.saved
+        (builder.create_masked_load, builder.create_masked_store, grid.__call__, builder.create_atomic_rmw,
+         builder.create_atomic_cas) = self.saved
 
 
 def count(fn, args, traffic):
