@@ -31,7 +31,7 @@ class KernelArenaEnv(gym.Env):
 
     ## Description
     Each episode gets a fresh copy of the task's public files (the baseline kernel, the PyTorch reference,
-    `check.py`, `configs.json`) in its own directory under `run_dir`. Shell commands run under bubblewrap
+    `check.py`, `bench.py`, `configs.json`) in its own directory under `run_dir`. Shell commands run under bubblewrap
     (no network, clean environment, read-only system, only the workspace writable).
 
     ## Action space
