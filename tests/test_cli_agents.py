@@ -181,6 +181,77 @@ def test_cli_that_exits_without_submit_ends_truncated_and_graded(tmp_path, monke
     assert lines[-1]["action"] == {"kind": "submit", "truncate": True}
     assert "exited without submitting" in lines[-1]["policy"]["note"]
     assert "stopped without submitting" in lines[-1]["observation"]["output"]
+    # a session that ends without a submit is a policy error, so `kernelgym run` prints it and a script sees it
+    assert result["policy_error"].startswith("policy error: cursor-agent exited without submitting (exit code 0)")
+
+
+def test_cli_that_fails_reports_the_end_of_its_stderr(tmp_path, monkeypatch, require_bwrap):
+    """A CLI that exits at once (here: a flag it does not know) leaves its own words in the policy error."""
+    result = cursor_episode(tmp_path, monkeypatch, SCRIPT, timeout_s=120, extra_args=["--no-such-flag"])
+    assert result["truncated"] and result["reward"] == 120.0
+    error = result["policy_error"]
+    assert "cursor-agent exited without submitting (exit code 2)" in error, error
+    assert "unrecognized arguments: --no-such-flag" in error and "agent_transcripts" in error
+    (summary,) = (tmp_path / "run" / "agent_transcripts").glob("*.summary.json")
+    assert json.loads(summary.read_text())["policy_error"] == error.removeprefix("policy error: ")
+
+
+def closed_port() -> int:
+    """A loopback port nothing listens on (bound, then closed)."""
+    import socket
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_claude_code_that_cannot_reach_its_api_gives_up_early(tmp_path, require_bwrap):
+    """The real Claude Code with a base_url where nothing listens: its stream-json api_retry events are counted in
+    usage.retries, and after give_up_after_api_errors of them the session is stopped (seconds, not timeout_s);
+    `kernelgym run` prints the policy error quoting them and exits 3."""
+    require_cli("claude")
+    start = time.monotonic()
+    proc = run_cli("claude-code", {"base_url": f"http://127.0.0.1:{closed_port()}", "timeout_s": 300,
+                                   "give_up_after_api_errors": 3}, tmp_path / "runs", "ANTHROPIC_API_KEY")
+    assert time.monotonic() - start < 120
+    assert proc.returncode == 3, proc.stdout + proc.stderr
+    assert "claude-code gave up: 3 errors in a row" in proc.stdout
+    (run,) = [p for p in (tmp_path / "runs").iterdir() if p.is_dir()]
+    (result,) = json.loads((run / "results.json").read_text())
+    assert result["reward"] == 120.0 and result["truncated"]
+    assert "API retry 3/10: no connection" in result["policy_error"], result["policy_error"]
+    assert result["usage"]["retries"] >= 3 and result["usage"]["api_calls"] == 0
+
+
+def _feed(policy, tmp_path, events):
+    """Account transcript events as the reader thread does (no CLI running)."""
+    import io
+    policy._summary = {}
+    policy.transcript_path = tmp_path / "t.jsonl"
+    policy._read_stdout(io.BytesIO("".join(json.dumps(e) + "\n" for e in events).encode()))
+
+
+def test_codex_reconnects_are_retries_and_give_up_after_a_run_of_them(tmp_path):
+    """Codex 0.171.0's own lines with a closed port: each reconnect is a retry; a tool call between them resets the
+    run, so only give_up_after_api_errors in a row stop the session."""
+    reconnect = {"type": "error", "message": "Reconnecting... waiting for network (Connection failed: error "
+                                             "sending request)"}
+    tool_call = {"type": "item.started", "item": {"type": "mcp_tool_call", "id": "i1"}}
+    policy = load_policy("codex", give_up_after_api_errors=3)
+    _feed(policy, tmp_path, [reconnect, reconnect, tool_call, reconnect, reconnect])
+    assert policy._usage.retries == 4 and policy._give_up is None
+    _feed(policy, tmp_path, [reconnect])
+    assert policy._give_up.startswith("gave up: 3 errors in a row") and policy._usage.retries == 5
+    assert policy._api_errors[-1] == [reconnect["message"], 3]  # repeated lines are kept once, counted
+
+
+def test_claude_code_overload_retries_are_counted_but_left_to_the_cli(tmp_path):
+    """A 529 (overloaded) or 429 fixes itself: counted as a retry, never a reason to give up early."""
+    policy = load_policy("claude-code", give_up_after_api_errors=2)
+    retry = {"type": "system", "subtype": "api_retry", "attempt": 1, "max_retries": 10, "retry_delay_ms": 500,
+             "error_status": 529, "error": "overloaded_error"}
+    _feed(policy, tmp_path, [retry, retry, retry])
+    assert policy._usage.retries == 3 and policy._give_up is None
+    assert policy._summary["usage"]["retries"] == 3  # the summary's totals too
 
 
 def test_timeout_kills_the_process_group(tmp_path, monkeypatch, require_bwrap):
@@ -197,6 +268,7 @@ def test_timeout_kills_the_process_group(tmp_path, monkeypatch, require_bwrap):
         "the CLI's child outlived the timeout"
     (summary,) = (tmp_path / "run" / "agent_transcripts").glob("*.summary.json")
     assert "timed out" in json.loads(summary.read_text())["ending"]
+    assert result["policy_error"].startswith("policy error: cursor-agent timed out after 3 s (process group killed)")
 
 
 def test_truncate_is_only_a_submit_flag():

@@ -15,9 +15,11 @@ delivers the previous step's observation as that call's result, so the CLI sees 
 The episode ends:
 - with ``submit``: the call's result says the kernel is being graded; the CLI gets `exit_grace_s` seconds to
   finish (its transcript then holds its final usage), then its process group is killed.
-- when the CLI exits without submitting, or its `timeout_s` runs out (its process group is killed): `act()`
-  returns ``{"kind": "submit", "truncate": True}``, which ends the episode truncated; the kernel is graded as it
-  stands.
+- when the CLI exits without submitting, its `timeout_s` runs out, or its transcript reports
+  `give_up_after_api_errors` times in a row that its model API cannot be reached (its process group is killed):
+  `act()` returns ``{"kind": "submit", "truncate": True}``, which ends the episode truncated; the kernel is graded
+  as it stands. The step info then carries a ``policy_error`` (how the session ended, the CLI's last API errors
+  and the end of its stderr), which rollout makes the episode's ``policy_error``.
 
 The CLI's stdout (stream-json or JSONL) is kept as ``<run_dir>/agent_transcripts/<episode_id>.jsonl`` beside
 ``trajectories.jsonl``, its stderr as ``<episode_id>.stderr.log``, and ``<episode_id>.summary.json`` holds the
@@ -39,6 +41,7 @@ import sys
 import tempfile
 import threading
 import time
+from collections import deque
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -62,6 +65,24 @@ MCP_TOKEN_ENV = "KERNELGYM_MCP_TOKEN"
 PR_SET_PDEATHSIG = 1
 #: Runs the CLI and kills its group when kernelgym dies (see its docstring).
 REAPER = Path(__file__).resolve().parent / "reaper.py"
+#: Lines of the CLI's stderr, and API errors from its transcript, kept for the policy error of an episode it ended
+#: without submitting (the last ones say why).
+TAIL_LINES = 5
+#: Characters kept of one such line (a CLI may print a whole HTTP body).
+TAIL_LINE_CHARS = 300
+
+
+@dataclass
+class ApiTrouble:
+    """A transcript event in which the CLI reports trouble with its model API (see `CLIAgentPolicy.api_trouble`)."""
+
+    message: str
+    """What the CLI said, for the episode's policy error (e.g. "API retry 3/10: connection error")."""
+    retry: bool = False
+    """The CLI retries a request because of it: counted in the step's usage.retries."""
+    unreachable: bool = False
+    """A failure that does not fix itself by waiting (no connection at all, a refused key): `give_up_after_api_errors`
+    of these in a row, with no model reply between them, end the session early."""
 
 
 def write_private(path: Path, text: str) -> None:
@@ -117,8 +138,14 @@ class CLIAgentConfig:
     effort: str = ""
     """Reasoning effort (Claude Code: low/medium/high/xhigh/max; Codex: minimal/low/medium/high); empty: the
     CLI's default."""
-    timeout_s: float = 3600.0
-    """Seconds the CLI may run in all; then its whole process group is killed and the episode ends truncated."""
+    timeout_s: float = 1800.0
+    """Seconds the CLI may run in all; then its whole process group is killed and the episode ends truncated (with a
+    policy error saying so)."""
+    give_up_after_api_errors: int = 5
+    """Consecutive reports in the CLI's transcript that its model API cannot be reached (no connection, a refused
+    key), with no model reply between them, after which the session is stopped and the episode ends with a policy
+    error quoting them: a wrong base_url or key does not fix itself, and the CLI would otherwise retry for minutes.
+    Rate limits and server errors (429, 5xx) are left to the CLI's own retries. 0: never give up early."""
     exit_grace_s: float = 30.0
     """Seconds the CLI gets to finish after submit (its final message and usage) before its group is killed."""
     iteration_guidance: str = (
@@ -193,6 +220,11 @@ class CLIAgentPolicy:
         self._summary: dict[str, Any] = {}
         self._home: Path | None = None
         self._deadline = 0.0
+        self._stderr_tail: deque[str] = deque(maxlen=TAIL_LINES)
+        self._api_errors: deque[list] = deque(maxlen=TAIL_LINES)  # [message, times in a row]
+        self._unreachable_in_a_row = 0
+        self._replied_since_error = False
+        self._give_up: str | None = None
 
     # -- subclass hooks ---------------------------------------------------------------------------------------------
     def command(self, binary: str, prompt: str, mcp_url: str, home: Path, token: str) -> tuple[list[str], str | None]:
@@ -217,6 +249,12 @@ class CLIAgentPolicy:
         """The session's token totals, for a CLI whose last event states them (None: this event does not). Tokens
         beyond what `parse_event` reported so far are added to the current step, so the episode's totals match the
         CLI's own."""
+        return None
+
+    def api_trouble(self, event: dict[str, Any]) -> ApiTrouble | None:
+        """The trouble with its model API a transcript event reports (a retry, a connection failure, a final API
+        error), or None (the default: the CLI reports none that is known). Used for the policy error of a session
+        that ends without submitting, for usage.retries, and to give up early (`give_up_after_api_errors`)."""
         return None
 
     def child_env(self, home: Path, key: str) -> dict[str, str]:
@@ -268,6 +306,9 @@ class CLIAgentPolicy:
         argv = [*argv, *self.config.extra_args]
         self._usage, self._step_info, self._pending = StepUsage(cost_usd=0.0), {}, None
         self._calls_announced = self._calls_handed = 0
+        self._stderr_tail.clear()
+        self._api_errors.clear()
+        self._unreachable_in_a_row, self._give_up, self._replied_since_error = 0, None, False
         self._summary = {"policy": self.name, "episode_id": episode_id, "binary": binary,
                          "argv": [a if a != prompt else "<prompt>" for a in argv],
                          "started": time.time(), "ended": None, "exit_code": None, "ending": None}
@@ -306,6 +347,9 @@ class CLIAgentPolicy:
             self._finish("exited without submitting" if self._summary["ending"] is None else self._summary["ending"])
             self._note_usage(waited, final=True)
             self._step_info["note"] = f"{self.name} {self._summary['ending']}; the episode ends truncated"
+            # The session ended without a submit: a policy error (rollout puts it in the result, `kernelgym run`
+            # prints it), with what the CLI last said about why, so a wrong base_url or key reads as one.
+            self._step_info["policy_error"] = self._ended_without_submit()
             return TRUNCATE_ACTION
         self._step_info["tool_call"] = {"name": call.name, "arguments": call.arguments}
         self._calls_handed += 1
@@ -355,6 +399,10 @@ class CLIAgentPolicy:
                 self._summary["ending"] = f"timed out after {self.config.timeout_s:g} s (process group killed)"
                 self._kill_group()
                 return None
+            if self._give_up is not None:  # set by the transcript reader (see _note_trouble)
+                self._summary["ending"] = self._give_up
+                self._kill_group()
+                return None
             try:
                 return self.bridge.calls.get(timeout=0.1)
             except queue.Empty:
@@ -398,6 +446,9 @@ class CLIAgentPolicy:
         for t in self._readers:
             t.join(timeout=5)
         self._summary.update(ended=time.time(), exit_code=self.proc.returncode, ending=ending)
+        self._write_summary()
+
+    def _write_summary(self) -> None:
         summary_path = self.transcript_path.with_suffix(".summary.json")
         write_private(summary_path, self._redact(json.dumps(self._summary, indent=1, default=str)))
 
@@ -415,6 +466,53 @@ class CLIAgentPolicy:
     def _redact(self, text: str) -> str:
         """`text` without the API key or the bridge's token (kernelgym.agent_tools.redact)."""
         return redact(text, self._secret, self._mcp_token)
+
+    def _ended_without_submit(self) -> str:
+        """The policy error of a session that ended without a submit: how it ended (exit code, timeout, gave up),
+        then the CLI's last API errors from its transcript and the last lines of its stderr, redacted."""
+        code = self._summary.get("exit_code")
+        text = f"{self.name} {self._summary['ending']}"
+        if code is not None and "timed out" not in text and "gave up" not in text:
+            text += f" (exit code {code})"
+        if self._api_errors:
+            text += "; its last errors: " + " | ".join(m if n == 1 else f"{m} (x{n})" for m, n in self._api_errors)
+        if self._stderr_tail:
+            text += "; the end of its stderr: " + " | ".join(self._stderr_tail)
+        if not self._api_errors and not self._stderr_tail:
+            text += "; it reported no error (see its transcript)"
+        text += f" [transcript: {self.transcript_path}]"
+        self._summary["policy_error"] = self._redact(text)
+        self._write_summary()
+        return self._summary["policy_error"]
+
+    def _note_trouble(self, trouble: ApiTrouble | None, replied: bool) -> None:
+        """Count one transcript event's API trouble (reader thread): keep its message, count a retry, and after
+        `give_up_after_api_errors` unreachable reports in a row set `_give_up` for act() to stop the session. A
+        model reply (usage or a tool call) in between resets the count."""
+        if replied:
+            self._unreachable_in_a_row = 0
+            self._replied_since_error = True
+        if trouble is None:
+            return
+        message = self._redact(" ".join(str(trouble.message).split()))[:TAIL_LINE_CHARS]
+        last = self._api_errors[-1] if self._api_errors and not self._replied_since_error else None
+        if last is not None and last[0] == message:  # a CLI repeats the same line per retry: say it once, counted
+            last[1] += 1
+        else:
+            self._api_errors.append([message, 1])
+        self._replied_since_error = False
+        with self._lock:
+            if trouble.retry:
+                self._usage.retries += 1
+                totals = self._summary.setdefault("usage", StepUsage(cost_usd=0.0).to_dict())
+                totals["retries"] = totals.get("retries", 0) + 1
+        if trouble.unreachable:
+            self._unreachable_in_a_row += 1
+            limit = self.config.give_up_after_api_errors
+            if limit and self._unreachable_in_a_row >= limit and self._give_up is None:
+                self._give_up = (f"gave up: {self._unreachable_in_a_row} errors in a row say its model API cannot be "
+                                 f"reached (give_up_after_api_errors: {limit}; check base_url and the key; "
+                                 f"process group killed)")
 
     def _write_stdin(self, pipe, text: str) -> None:
         try:
@@ -475,9 +573,15 @@ class CLIAgentPolicy:
             with self._announced:
                 self._calls_announced += announced
                 self._announced.notify_all()
+        replied = announced > 0 or (usage is not None and (usage.api_calls > 0 or usage.output_tokens > 0))
+        self._note_trouble(self.api_trouble(event), replied)
 
     def _read_stderr(self, pipe, path: Path) -> None:
+        """Copy the CLI's stderr to its log (redacted), keeping its last non-empty lines for the policy error."""
         with open_private_append(path) as out:
             for raw in pipe:
-                out.write(self._redact(raw.decode("utf-8", errors="replace")))
+                line = self._redact(raw.decode("utf-8", errors="replace"))
+                out.write(line)
                 out.flush()
+                if line.strip():
+                    self._stderr_tail.append(" ".join(line.split())[:TAIL_LINE_CHARS])

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from kernelgym.agents.launcher import CLIAgentConfig, CLIAgentPolicy, write_private
+from kernelgym.agents.launcher import ApiTrouble, CLIAgentConfig, CLIAgentPolicy, write_private
 from kernelgym.usage import StepUsage, token_count
 
 #: What `kernelgym list` shows this policy needs.
@@ -73,6 +73,22 @@ class ClaudeCodePolicy(CLIAgentPolicy):
         content = message.get("content") if isinstance(message, dict) else None
         return sum(1 for b in content if isinstance(b, dict) and b.get("type") == "tool_use") \
             if isinstance(content, list) else 0
+
+    def api_trouble(self, event: dict[str, Any]) -> ApiTrouble | None:
+        """Claude Code's stream-json reports each API retry as ``{"type": "system", "subtype": "api_retry",
+        "attempt", "max_retries", "retry_delay_ms", "error_status", "error"}`` (checked against 2.1.332 with a
+        closed port: ``error_status`` null, ``error`` "unknown"), and a failed session as a ``result`` event with
+        ``is_error``. A retry with no HTTP status (no connection) or 401/403/404 is one that waiting does not fix."""
+        if event.get("type") == "system" and event.get("subtype") == "api_retry":
+            status = event.get("error_status")
+            what = "no connection" if status is None else f"HTTP {status}"
+            return ApiTrouble(f"API retry {event.get('attempt')}/{event.get('max_retries')}: {what} "
+                              f"({event.get('error')})", retry=True,
+                              unreachable=status is None or status in (401, 403, 404))
+        if event.get("type") == "result" and event.get("is_error"):
+            detail = event.get("result") or event.get("error") or event.get("subtype")
+            return ApiTrouble(f"session failed: {detail}")
+        return None
 
     def parse_totals(self, event: dict[str, Any]) -> StepUsage | None:
         """The ``result`` event's usage: the session's totals (assistant events carry the output count as it was

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from kernelgym.agents.launcher import MCP_TOKEN_ENV, CLIAgentConfig, CLIAgentPolicy
+from kernelgym.agents.launcher import MCP_TOKEN_ENV, ApiTrouble, CLIAgentConfig, CLIAgentPolicy
 from kernelgym.usage import StepUsage, token_count
 
 #: What `kernelgym list` shows this policy needs.
@@ -86,6 +86,24 @@ class CodexPolicy(CLIAgentPolicy):
         """1 for an ``item.started`` event of an MCP tool call."""
         item = event.get("item") if event.get("type") == "item.started" else None
         return int(isinstance(item, dict) and item.get("type") == "mcp_tool_call")
+
+    def api_trouble(self, event: dict[str, Any]) -> ApiTrouble | None:
+        """Codex's ``--json`` stream reports each reconnect as ``{"type": "error", "message": "Reconnecting... ..."}``
+        (checked against 0.171.0 with a closed port: "Reconnecting... waiting for network (Connection failed: error
+        sending request)") and a failed turn as ``{"type": "turn.failed", "error": {"message"}}``. A reconnect
+        after a connection failure or a refused key is one that waiting does not fix."""
+        kind = event.get("type")
+        if kind == "error":
+            message = str(event.get("message", ""))
+            lowered = message.lower()
+            retry = "reconnecting" in lowered
+            unreachable = any(s in lowered for s in ("connection failed", "waiting for network", "error sending "
+                                                     "request", "401", "unauthorized", "403", "forbidden"))
+            return ApiTrouble(message or "error", retry=retry, unreachable=unreachable)
+        if kind == "turn.failed":
+            error = event.get("error")
+            return ApiTrouble(f"turn failed: {error.get('message') if isinstance(error, dict) else error}")
+        return None
 
     def parse_event(self, event: dict[str, Any]) -> StepUsage | None:
         """Usage of a ``turn.completed`` event. Codex reports usage per turn (the whole exec), so its tokens land

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from kernelgym.agents.launcher import CLIAgentConfig, CLIAgentPolicy, write_private
+from kernelgym.agents.launcher import ApiTrouble, CLIAgentConfig, CLIAgentPolicy, write_private
 from kernelgym.errors import PolicyConfigError
 from kernelgym.usage import StepUsage, token_count
 
@@ -86,6 +86,12 @@ class CursorAgentPolicy(CLIAgentPolicy):
     def tool_calls_in(self, event: dict[str, Any]) -> int:
         """1 for a ``tool_call`` event of subtype ``started``."""
         return int(event.get("type") == "tool_call" and event.get("subtype") == "started")
+
+    def api_trouble(self, event: dict[str, Any]) -> ApiTrouble | None:
+        """A ``result`` event with ``is_error`` (Cursor documents no retry events, so none are counted)."""
+        if event.get("type") == "result" and event.get("is_error"):
+            return ApiTrouble(f"session failed: {event.get('result') or event.get('error') or event.get('subtype')}")
+        return None
 
     def parse_event(self, event: dict[str, Any]) -> StepUsage | None:
         """Usage of a ``result`` event, where the CLI reports one (camelCase or snake_case keys); None otherwise.
