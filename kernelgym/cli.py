@@ -20,7 +20,7 @@ from rich.table import Table
 from kernelgym.errors import KernelGymError
 
 # A fixed width when not on a terminal, so tables in logs are not cut at 80 columns.
-console = Console(width=None if sys.stdout.isatty() else 130)
+console = Console(width=None if sys.stdout.isatty() else 200)
 
 
 def _source(path: Path, builtin_root: Path) -> str:
@@ -200,7 +200,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     print_results(results, hw.interpreter)
     if hw.interpreter:
         console.print("[yellow]CPU interpreter: correctness only. Nothing was timed, so no speedup was measured"
-                      + (", and the tuner, which ranks variants by speed, kept the original values" if args.policy == "tuner"
+                      + (", and the tuner ranked its variants by bench.py's model of the bytes they move: an estimate, not a "
+                         "measurement" if args.policy == "tuner"
                          else "") + ".[/]")
     console.print(f"trajectories: {run_dir / 'trajectories.jsonl'}")
     if results and all(r.get("policy_error") for r in results):

@@ -67,5 +67,5 @@ def test_a_forked_helper_is_stopped_before_the_results_are_written(tmp_path, req
 
 
 def test_os_for_paths_scores_normally(grade):
-    g = grade("import os\n_HERE = os.path.dirname(os.path.abspath(__file__))\n" + BASELINE)
+    g = grade("import os\n_HERE = os.path.join('a', 'b')\n" + BASELINE)
     assert g.score == 120.0, g.summary()

@@ -3,7 +3,8 @@ reading results and writing files there afterwards, reads and writes the host in
 
 Defence: `grading_dir_bound_alone` (the prepared worker's sandbox binds only that grading directory: a mount point,
 which cannot be renamed or replaced from inside; the fresh-process path binds the directory itself as well).
-Honest twin: the kernel behind the swap is the baseline, graded 120 in both paths.
+Honest twin: the kernel behind the swap is the baseline, graded 120 in both paths. The static check, which refuses
+`__file__` and os file functions on the entry path, is off: the mount is what this attack meets.
 """
 import pytest
 
@@ -28,7 +29,8 @@ except OSError as _e:
 @pytest.mark.parametrize("prepared", [True, False])
 def test_candidate_cannot_rename_or_replace_its_grading_dir(tmp_path, require_bwrap, prepared, make_workspace):
     ws = make_workspace(SWAP_GRADING_DIR)
-    grader = Grader(TASK, detect_profile("cpu-interpreter"), tmp_path / "grading", GraderConfig(warm_worker=prepared))
+    grader = Grader(TASK, detect_profile("cpu-interpreter"), tmp_path / "grading", GraderConfig(warm_worker=prepared,
+                                                                                                  static_check=False))
     if prepared:
         grader.start_worker(seed=3)
     g = grader.grade(ws, seed=3)

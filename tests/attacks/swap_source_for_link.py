@@ -7,6 +7,7 @@ after copying them in and before any candidate code runs; nothing reads them aft
 Honest twin: the kernel behind the swap is the baseline: graded 120, its notes taken from the source as copied.
 """
 from kernelgym.discovery import get_task
+from kernelgym.grader import GraderConfig
 
 BASELINE = (get_task("triton-rmsnorm").root / "kernel.py").read_text()
 
@@ -19,5 +20,6 @@ _os.symlink("/proc/self/mem", _me)
 
 
 def test_a_source_swapped_for_a_link_after_the_copy_is_not_read_again(grade):
-    g = grade(SWAP_SOURCE)
+    # The static check (which refuses `__file__` and os file functions) is off: the read-once is what this meets.
+    g = grade(SWAP_SOURCE, config=GraderConfig(static_check=False))
     assert g.score == 120.0, g.summary()
