@@ -177,3 +177,17 @@ def test_known_bypasses_are_found(name):
 ])
 def test_known_cpp_bypasses_are_found(source):
     assert cpp_findings(source)
+
+
+@pytest.mark.parametrize("line, expected", [
+    ('FILE* f = fopen("request.json", "r");', "`fopen`"),
+    ('std::ifstream in("request.json");', "`ifstream`"),
+    ('const char* p = getenv("CUDA_INJECTION64_PATH");', "`getenv`"),
+    ('void* h = dlopen("libcublas.so", 1);', "`dlopen`"),
+    ("cublasHandle_t h; cublasCreate(&h);", "`cublasCreate`"),
+])
+def test_host_access_and_vendor_libraries_in_cpp_are_refused(line, expected):
+    # The grading seed is in a file of the grading directory; the environment tells the observed run apart; a vendor
+    # library computes what the candidate's kernels should (review, 2026-12-01).
+    src = BINDING.replace("#include <torch/extension.h>", "#include <torch/extension.h>\nstatic void f() { " + line + " }")
+    assert any(expected in f for f in cpp_findings(src)), cpp_findings(src)

@@ -343,7 +343,8 @@ DEFENCES: tuple[Defence, ...] = (
             "Triton's cache; keying a cache by input values read on the host",
             "a kernel wrapper needs no files, environment or host reads of device values: the static check refuses "
             "`__file__`, `open`, os file and environment functions, file modules and `.item()` on the entry point's "
-            "path; detection past it gains little (the observed outputs must be right with only the candidate's "
+            "path, and in C++ `fopen`, streams, `getenv`, `dlopen`, processes and vendor library handles "
+            "(CPP_HOST_NAMES); detection past it gains little (the observed outputs must be right with only the candidate's "
             "kernels, and the timing is cross-checked)",
             "kernelgym.grader.provenance:HOST_NAMES", _a("detect_the_observed_run"), "ci"),
     Defence("kernel_artifacts_only", "shared libraries the candidate planted in Triton's cache during its checked run "

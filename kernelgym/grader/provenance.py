@@ -440,6 +440,15 @@ CPP_METHOD_ALLOWED = frozenset({
     "const_data_ptr", "mutable_data_ptr", "packed_accessor32", "packed_accessor64", "accessor", "stream",
 })
 NAMESPACES = ("torch", "at", "aten", "c10")
+#: C and C++ names that reach the host's files, environment, processes or libraries: a binding needs none of them
+#: (the grading seed sits in a file of the grading directory; a library loaded by hand computes unseen), as in Python.
+CPP_HOST_NAMES = frozenset({
+    "fopen", "freopen", "fdopen", "open", "openat", "creat", "read", "write", "pread", "pwrite", "mmap", "fstream",
+    "ifstream", "ofstream", "filebuf", "getenv", "secure_getenv", "setenv", "putenv", "environ", "system", "popen",
+    "fork", "vfork", "execv", "execve", "execvp", "execl", "execlp", "posix_spawn", "dlopen", "dlsym", "syscall",
+    "ptrace", "kill", "socket", "connect", "cublasCreate", "cublasCreate_v2", "cublasLtCreate", "cudnnCreate",
+    "cusparseCreate", "cusolverDnCreate",
+})
 
 
 def check_cpp_source(files: dict[str, str]) -> list[Finding]:
@@ -469,6 +478,9 @@ def check_cpp_source(files: dict[str, str]) -> list[Finding]:
             elif tok == "define" and k > 0 and words[k - 1] == "#" and k + 2 < len(words) and (
                     words[k + 2] in NAMESPACES or words[k + 1] in NAMESPACES):
                 findings.append(Finding(rel, line, f"a #define of `{words[k + 1]}` naming a torch namespace"))
+            elif tok in CPP_HOST_NAMES and nxt == "(" or tok in ("fstream", "ifstream", "ofstream", "environ"):
+                findings.append(Finding(rel, line, f"uses `{tok}` (a kernel's binding has no use for the host's files, "
+                                                   f"environment, processes or vendor libraries)"))
             elif tok in (".", "->") and after == "(" and nxt not in CPP_METHOD_ALLOWED:
                 findings.append(Finding(rel, line, f"calls `.{nxt}()`, which is not a shape, pointer or binding "
                                                    f"method"))
