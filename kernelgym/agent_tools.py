@@ -395,9 +395,10 @@ class ToolCallingPolicy:
         elif getattr(error, "status_code", None) in (401, 403):
             hint = f"; check the key in ${self.config.api_key_env}" if self.config.api_key_env else ""
         text = str(error).strip() or "(no message)"
-        return ModelApiError(f"{type(error).__name__}: {text} [model {self.config.model!r} at {self._base_url()}: "
+        # parentheses, not square brackets: `kernelgym run` prints the error through rich, which reads [...] as markup
+        return ModelApiError(f"{type(error).__name__}: {text} (model {self.config.model!r} at {self._base_url()}: "
                              f"{attempts} attempt{'s' if attempts != 1 else ''} in "
-                             f"{elapsed_s:.1f} s{hint}]")
+                             f"{elapsed_s:.1f} s{hint})")
 
     def _retry_wait(self, error: BaseException, attempt: int) -> float | None:
         """Seconds to wait before retrying after `error`, or None if it is not retried (or retries are spent).

@@ -52,7 +52,8 @@ class StepUsage:
     api_calls: int = 0
     """Requests that returned a reply (retries not counted)."""
     retries: int = 0
-    """Requests retried after a rate limit (429), a server error (5xx) or a connection error."""
+    """Requests retried after a rate limit (429), a server error (5xx) or a connection error (for a CLI policy,
+    the retries its transcript reports: Claude Code's ``api_retry`` events, Codex's reconnects)."""
     wall_s: float = 0.0
     """Seconds spent in API calls, retry waits included."""
     model: str | None = None

@@ -219,6 +219,8 @@ def test_claude_code_that_cannot_reach_its_api_gives_up_early(tmp_path, require_
     assert time.monotonic() - start < 120
     assert proc.returncode == 3, proc.stdout + proc.stderr
     assert "claude-code gave up: 3 errors in a row" in proc.stdout
+    # printed whole (nothing in it reads as rich markup): the CLI's own error lines and where its transcript is
+    assert "API retry 3/10: no connection" in proc.stdout and "transcript: " in proc.stdout, proc.stdout
     (run,) = [p for p in (tmp_path / "runs").iterdir() if p.is_dir()]
     (result,) = json.loads((run / "results.json").read_text())
     assert result["reward"] == 120.0 and result["truncated"]

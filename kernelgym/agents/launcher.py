@@ -480,7 +480,7 @@ class CLIAgentPolicy:
             text += "; the end of its stderr: " + " | ".join(self._stderr_tail)
         if not self._api_errors and not self._stderr_tail:
             text += "; it reported no error (see its transcript)"
-        text += f" [transcript: {self.transcript_path}]"
+        text += f"; transcript: {self.transcript_path}"  # not in [...]: rich, which prints it, reads that as markup
         self._summary["policy_error"] = self._redact(text)
         self._write_summary()
         return self._summary["policy_error"]
