@@ -297,22 +297,25 @@ def test_missing_binary_and_key_are_clear_errors(tmp_path, monkeypatch):
     policy.close()
 
 
-@pytest.mark.parametrize("policy,key_env", [("claude-code", "ANTHROPIC_API_KEY"), ("codex", "OPENAI_API_KEY")])
-def test_kernelgym_run_without_key_is_a_graded_policy_error(policy, key_env, tmp_path, require_bwrap):
-    """A CLI policy whose key is unset fails in reset(); `kernelgym run` still grades the kernel as it stands,
-    writes results.json with the error naming the variable, and exits 3 (every episode had a policy error), as
-    the API policies do when their first call finds no key."""
+@pytest.mark.parametrize("policy,key_env,binary,error", [
+    ("claude-code", "ANTHROPIC_API_KEY", sys.executable, "MissingApiKeyError"),
+    ("codex", "OPENAI_API_KEY", sys.executable, "MissingApiKeyError"),
+    ("claude-code", None, "no-such-claude-binary", "MissingBinaryError")])
+def test_kernelgym_run_without_key_is_a_graded_policy_error(policy, key_env, binary, error, tmp_path, require_bwrap):
+    """A CLI policy whose key is unset (or whose CLI is missing) fails in reset(); `kernelgym run` still grades the
+    kernel as it stands, writes results.json with the error naming the variable (or the binary), and exits 3
+    (every episode had a policy error), as the API policies do when their first call finds no key."""
     env = {k: v for k, v in os.environ.items() if k != key_env}
     proc = subprocess.run([sys.executable, "-m", "kernelgym.cli", "run", "--task", "triton-rmsnorm", "--policy", policy,
-                           "--policy-config", json.dumps({"binary": sys.executable}), "--run-dir",
+                           "--policy-config", json.dumps({"binary": binary}), "--run-dir",
                            str(tmp_path / "runs"), "--hardware", "cpu-interpreter"],
                           capture_output=True, text=True, timeout=300, env=env)
     assert proc.returncode == 3, proc.stdout + proc.stderr
-    assert f"export {key_env}" in proc.stdout
+    assert (f"export {key_env}" if key_env else "not installed") in proc.stdout
     (run,) = [p for p in (tmp_path / "runs").iterdir() if p.is_dir()]
     (result,) = json.loads((run / "results.json").read_text())
     assert result["reward"] == 120.0 and result["terminated"] and result["steps"] == 1
-    assert "MissingApiKeyError" in result["policy_error"] and key_env in result["policy_error"]
+    assert error in result["policy_error"] and (key_env or binary) in result["policy_error"]
 
 
 def test_list_shows_what_each_cli_policy_needs():
