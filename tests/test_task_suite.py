@@ -42,7 +42,9 @@ FAMILIES = {
 }
 #: Families of the issue not covered yet, with the reason.
 MISSING = {
-    "fp8 quantization": "the CPU interpreter has no fp8 arithmetic to check a baseline on; needs a GPU session",
+    "fp8 quantization": "drafted in tests/kernels/per-token-quant-fp8/ (not on the task search path): Triton's CPU "
+                        "interpreter rounds to float8_e4m3fn wrongly (pinned below), and a task cannot yet be "
+                        "marked GPU-only",
 }
 #: Tasks added for issue 14 (rmsnorm and fused-add-rmsnorm have their own tests: test_env.py, test_fused_add_rmsnorm.py).
 NEW_TASKS = sorted(n for names in FAMILIES.values() for n in names
@@ -180,3 +182,27 @@ def test_interpreter_bf16_dot_is_still_wrong():
     out = subprocess.run([sys.executable, "-c", _BF16_DOT], env=env, capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr[-2000:]
     assert float(out.stdout.split()[-1]) > 1.0
+
+
+_FP8_ROUND = textwrap.dedent("""
+    import torch, triton, triton.language as tl
+    @triton.jit
+    def k(x_ptr, y_ptr):
+        r = tl.arange(0, 4)
+        tl.store(y_ptr + r, tl.load(x_ptr + r).to(y_ptr.dtype.element_ty))
+    x = torch.tensor([125.7, -125.7, 31.97, 1.0])
+    y = torch.empty(4, dtype=torch.float8_e4m3fn)
+    k[(1,)](x, y)
+    print(float((y.float() - x.to(torch.float8_e4m3fn).float()).abs().max()))
+""")
+
+
+def test_interpreter_fp8_rounding_is_still_wrong():
+    # The fp8 quantization task stays a draft (tests/kernels/per-token-quant-fp8/) because Triton's CPU interpreter
+    # loses the carry into the exponent when it rounds fp32 to float8_e4m3fn (125.7 -> 64, not 128). When this
+    # fails, Triton has fixed it: move the draft into kernelgym/tasks/triton/.
+    import os
+    env = dict(os.environ, TRITON_INTERPRET="1")
+    out = subprocess.run([sys.executable, "-c", _FP8_ROUND], env=env, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert float(out.stdout.split()[-1]) >= 32.0
