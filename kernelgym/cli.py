@@ -15,6 +15,7 @@ import time
 from pathlib import Path
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from kernelgym.errors import KernelGymError
@@ -81,7 +82,7 @@ def cmd_list(args: argparse.Namespace) -> int:
         table.add_row(pid, prof.name, prof.vendor, prof.arch, _source(prof.source, DEFAULT_HARDWARE_ROOT))
     console.print(table)
     for message in policy_problems + [m for _, m in profile_problems]:
-        console.print(f"[red]skipped:[/] {message}", soft_wrap=True)
+        console.print(f"[red]skipped:[/] {escape(message)}", soft_wrap=True)
     return 0
 
 
@@ -191,8 +192,8 @@ def cmd_run(args: argparse.Namespace) -> int:
         console.print(f"episode {ep + 1}: reward {results[-1]['reward']:.1f} in {results[-1]['steps']} step{'' if results[-1]['steps'] == 1 else 's'}, "
                       f"{results[-1]['wall_s']:.1f} s")
         if results[-1].get("policy_error"):
-            console.print(f"[red]{results[-1]['policy_error']}[/] (the kernel was submitted as it was and graded)",
-                          soft_wrap=True)
+            console.print(f"[red]{escape(str(results[-1]['policy_error']))}[/] (the kernel was submitted as it was and "
+                          f"graded)", soft_wrap=True)
         # After every episode, whole or not at all: a run killed later resumes from here (--resume).
         (run_dir / "results.json.part").write_text(json.dumps(results, indent=1, default=str))
         os.replace(run_dir / "results.json.part", run_dir / "results.json")

@@ -114,7 +114,8 @@ def test_validate_name_clash_fails_on_both_sides(tmp_path):
     assert check_unique_name(load_task(BUILTIN), None).passed
 
 
-@pytest.mark.parametrize("act, code", [("return {'kind': 'submit'}", 0), ("raise RuntimeError('model unreachable')", 3)])
+@pytest.mark.parametrize("act, code", [("return {'kind': 'submit'}", 0),
+                                       ("raise RuntimeError('model unreachable [transcript: t.jsonl]')", 3)])
 def test_run_user_task_and_policy_from_dirs(tmp_path, require_bwrap, act, code):
     """A user's task and policy from their folders; a policy that fails every episode still has its kernel graded,
     and the run exits 3."""
@@ -132,6 +133,8 @@ def test_run_user_task_and_policy_from_dirs(tmp_path, require_bwrap, act, code):
                           capture_output=True, text=True, timeout=600)
     assert proc.returncode == code, proc.stdout + proc.stderr
     assert "KernelArena/triton-rmsnorm-cli-v0 with policy just-submit" in proc.stdout
+    if code == 3:  # printed as text: square brackets in an error are not markup
+        assert "model unreachable [transcript: t.jsonl]" in proc.stdout.replace("\n", "")
     (run_dir,) = (tmp_path / "runs").iterdir()
     results = json.loads((run_dir / "results.json").read_text())
     assert results[0]["reward"] == 120.0  # the unchanged baseline compiles and is correct
