@@ -426,13 +426,15 @@ from kernelgym.policy import load_policy
 policy = load_policy("cursor-agent", binary=sys.argv[1], timeout_s=600)
 policy.reset({"prompt": "x"}, {"workspace": sys.argv[2]})
 print(policy.proc.pid, flush=True)
+print(policy._home, flush=True)
 time.sleep(600)
 """
 
 
 def test_cli_dies_with_a_killed_kernelgym(tmp_path):
     """SIGKILL to the process running the policy (no close(), no finally) takes the CLI and the helpers it forked
-    with it (a parent-death signal to the reaper, which kills the group)."""
+    with it (a parent-death signal to the reaper, which kills the group), and the CLI's private directory, where CLIs
+    keep secrets (Codex snapshots its environment, the key in it), is removed."""
     helper_pid = tmp_path / "helper.pid"
     cli = tmp_path / "sleeper"
     cli.write_text(f"#!/bin/sh\nsleep 120 &\necho $! > {helper_pid}\nwait\n")
@@ -443,6 +445,8 @@ def test_cli_dies_with_a_killed_kernelgym(tmp_path):
                               stdout=subprocess.PIPE, text=True, env={**os.environ, "CURSOR_API_KEY": FAKE_KEY})
     try:
         leader = int(parent.stdout.readline())
+        home = Path(parent.stdout.readline().strip())
+        assert home.is_dir()
         deadline = time.monotonic() + 20
         while not helper_pid.exists() or not helper_pid.read_text().strip():
             assert time.monotonic() < deadline, "the stand-in CLI did not start"
@@ -465,6 +469,7 @@ def test_cli_dies_with_a_killed_kernelgym(tmp_path):
     for pid in survivors:
         os.kill(pid, 9)
     assert not survivors, "the CLI (or its helper) outlived the killed process that launched it"
+    assert not home.exists(), "the CLI's private directory outlived the killed process that launched it"
 
 
 def test_transcript_lines_are_parsed_before_redaction(tmp_path):

@@ -316,7 +316,8 @@ class CLIAgentPolicy:
             raise KernelGymError(f"{self.name}: the MCP bearer token must not be on the CLI's command line")
         hook = _die_with_parent_hook()
         # self.proc is the reaper (the group's leader) where there is a parent-death signal, else the CLI itself
-        launch = [sys.executable, "-I", str(REAPER), str(os.getpid()), *argv] if hook else argv
+        launch = ([sys.executable, "-I", str(REAPER), str(os.getpid()), "--remove", str(self._home), *argv] if hook
+                  else argv)
         self.proc = subprocess.Popen(launch, cwd=self._home, env=self.child_env(self._home, key),
                                      stdin=subprocess.PIPE if stdin_text is not None else subprocess.DEVNULL,
                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True,
