@@ -161,6 +161,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         label = re.sub(r"[^A-Za-z0-9_.-]+", "_", f"{args.task}-{args.policy}")
         run_dir = Path(args.run_dir) / f"{time.strftime('%Y%m%d-%H%M%S')}-{label}"
         run_dir.mkdir(parents=True, exist_ok=True)
+        run_dir.chmod(0o700)  # owner-only, as the episodes in it: trajectories hold the task, the model's words, kernels
     (run_dir / RUN_SETTINGS).write_text(json.dumps({**{k: getattr(args, k) for k in _RESUMED},
                                                     "episodes": args.episodes}, indent=1, default=str))
     sandbox = "none" if args.no_sandbox else "bwrap"

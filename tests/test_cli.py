@@ -136,6 +136,7 @@ def test_run_user_task_and_policy_from_dirs(tmp_path, require_bwrap, act, code):
     if code == 3:  # printed as text: square brackets in an error are not markup
         assert "model unreachable [transcript: t.jsonl]" in proc.stdout.replace("\n", "")
     (run_dir,) = (tmp_path / "runs").iterdir()
+    assert run_dir.stat().st_mode & 0o777 == 0o700
     results = json.loads((run_dir / "results.json").read_text())
     assert results[0]["reward"] == 120.0  # the unchanged baseline compiles and is correct
 
