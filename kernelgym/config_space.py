@@ -182,6 +182,9 @@ class ConfigSpace(BaseModel):
     inner_dim: str | None = None
     """The dimension made large in aspect-ratio configs and prime in alignment ones (default: the last dim)."""
     dtypes: list[str] = Field(min_length=1)
+    interpreter_dtypes: list[str] | None = None
+    """The dtypes unseen configs take on the CPU interpreter (default: `dtypes`), for a task whose kernels Triton's
+    interpreter computes wrongly in some dtype (bf16 `tl.dot` in Triton 3.7)."""
     max_bytes: int = Field(default=8 << 30, ge=1)
     """Cap on the bytes one config's inputs and outputs may take (see `roofline.bytes`)."""
     production_shapes: list[dict[str, Any]] = Field(default_factory=list)
@@ -192,6 +195,10 @@ class ConfigSpace(BaseModel):
 
     @model_validator(mode="after")
     def _consistent(self) -> "ConfigSpace":
+        if self.interpreter_dtypes is not None and not (self.interpreter_dtypes and set(self.interpreter_dtypes)
+                                                        <= set(self.dtypes)):
+            raise ValueError(f"interpreter_dtypes {self.interpreter_dtypes} must be a non-empty subset of dtypes "
+                             f"{self.dtypes}")
         for name in [*self.dims, *self.derived]:
             if not name.isidentifier() or keyword.iskeyword(name) or name in RESERVED_NAMES:
                 raise ValueError(f"dimension name {name!r} must be a Python identifier other than a keyword and "

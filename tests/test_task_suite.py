@@ -213,3 +213,15 @@ def test_interpreter_fp8_rounding_is_still_wrong():
     out = subprocess.run([sys.executable, "-c", _FP8_ROUND], env=env, capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr[-2000:]
     assert float(out.stdout.split()[-1]) >= 32.0
+
+
+@pytest.mark.parametrize("name", ["matmul", "bmm", "linear-bias-gelu", "flash-attention"])
+def test_unseen_configs_on_the_interpreter_keep_to_its_dtypes(name):
+    """The interpreter computes bf16 tl.dot wrongly: unseen configs drawn for it are fp16, those for a GPU may be
+    bf16 (`config_space.interpreter_dtypes`)."""
+    from kernelgym.unseen.generator import generate_unseen_configs
+    task = get_task(f"triton-{name}")
+    on_cpu, _ = generate_unseen_configs(task, 0, interpreter=True, validate=None)
+    assert on_cpu and {c["dtype"] for c in on_cpu} == {"float16"}
+    on_gpu = [c for seed in range(3) for c in generate_unseen_configs(task, seed, validate=None)[0]]
+    assert "bfloat16" in {c["dtype"] for c in on_gpu}

@@ -126,13 +126,14 @@ class _Generator:
             space, rng, roofline_bytes, interpreter, validate
         self.dims = list(space.dims)
         self.ranges = space.dims
+        self.dtypes = (space.interpreter_dtypes or space.dtypes) if interpreter else space.dtypes
         self.batch, self.inner = space.batch_dim, space.inner_dim
         self.taken = {self._key(c) for c in seen}
         # Seen configs need not be allowed values of the space: the categories start from their snapped copies.
         # The working configs carry the dims and the dtype; derived dims are added when a config is returned.
         self.base = [{**{d: self.ranges[d].snap(c.get(d, self.ranges[d].lowest())) for d in self.dims},
-                      "dtype": c.get("dtype") if c.get("dtype") in space.dtypes else space.dtypes[0]} for c in base]
-        self.base = self.base or [{**{d: r.lowest() for d, r in self.ranges.items()}, "dtype": space.dtypes[0]}]
+                      "dtype": c.get("dtype") if c.get("dtype") in self.dtypes else self.dtypes[0]} for c in base]
+        self.base = self.base or [{**{d: r.lowest() for d, r in self.ranges.items()}, "dtype": self.dtypes[0]}]
         self.base.sort(key=self._size_hint)
         self.smallest, self.largest = self.base[0], self.base[-1]
         self.cap_bytes = min(space.max_bytes, memory_bytes // 4 if memory_bytes else space.max_bytes)
@@ -168,7 +169,7 @@ class _Generator:
         """The next config of `category` (`k`: how many of it came before), valid and unseen."""
         for draw in range(DRAWS):
             cfg, protected, extras = self._propose(category, k)
-            cfg.setdefault("dtype", str(self._pick(self.space.dtypes)))
+            cfg.setdefault("dtype", str(self._pick(self.dtypes)))
             cfg, why = self._settle(cfg, protected, category, extras)
             if cfg is not None:
                 return self._finish(cfg, category, extras)
@@ -176,7 +177,7 @@ class _Generator:
         # The fallback: the seen configs, smallest first, then every dim at its smallest, then configs drawn
         # log-uniformly over the whole space (they find the few free configs of a nearly exhausted space).
         why = ""
-        lowest = {**{d: self.ranges[d].lowest() for d in self.dims}, "dtype": self.space.dtypes[0]}
+        lowest = {**{d: self.ranges[d].lowest() for d in self.dims}, "dtype": self.dtypes[0]}
         for start in itertools.chain(self.base, [lowest], (self._anywhere() for _ in range(FALLBACK_DRAWS))):
             cfg, why = self._settle(dict(start), set(), category, {})
             if cfg is not None:
@@ -191,7 +192,7 @@ class _Generator:
         """A config drawn log-uniformly over each dim's allowed range, with a random dtype."""
         cfg = {d: r.snap(math.exp(self.rng.uniform(math.log(r.lowest()), math.log(r.highest()))))
                for d, r in self.ranges.items()}
-        return {**cfg, "dtype": str(self._pick(self.space.dtypes))}
+        return {**cfg, "dtype": str(self._pick(self.dtypes))}
 
     def _finish(self, cfg: dict, category: str, extras: dict) -> dict[str, Any]:
         self.taken.add(self._key(cfg))
@@ -298,7 +299,7 @@ class _Generator:
 
         order = self._order(protected, inner_first=True)
         yield from walk([d for d in order if d not in protected])
-        yield from ({**cfg, "dtype": t} for t in self.space.dtypes if t != cfg["dtype"])
+        yield from ({**cfg, "dtype": t} for t in self.dtypes if t != cfg["dtype"])
         yield from walk([d for d in order if d in protected])
 
     def _perturb(self, cfg: dict, protected: set[str]) -> dict | None:
@@ -374,7 +375,7 @@ class _Generator:
             return cfg, set(), {}
         shape = self._pick(shapes)
         cfg = {d: shape[d] for d in self.dims}
-        if shape.get("dtype") in self.space.dtypes:
+        if shape.get("dtype") in self.dtypes:
             cfg["dtype"] = shape["dtype"]
         return cfg, set(self.dims), {"model": shape.get("model", "")}
 
