@@ -125,3 +125,17 @@ def test_a_prepared_reference_compares_exactly_as_the_plain_one():
     nan[0, 0] = float("nan")
     for out in (ref.half(), off, nan, torch.zeros(16, 32, dtype=torch.float16), ref.half()[:2], ref.float()):
         assert compare_outputs(out, prepare_reference(ref, TOL), CFG, TOL) == compare_outputs(out, ref, CFG, TOL)
+
+
+def test_the_harness_limit_is_derived_from_the_task_unless_given(tmp_path):
+    """A hung kernel fails within minutes (issue 16): the limit of one harness process follows the configs graded."""
+    from kernelgym.discovery import get_task
+    from kernelgym.grader import Grader, GraderConfig
+    from kernelgym.grader.grader import COMPILE_BUDGET_S, PER_CONFIG_S, TIMEOUT_FLOOR_S
+    from kernelgym.hardware import all_profiles
+    task, profiles = get_task("triton-rmsnorm"), all_profiles()
+    cpu = Grader(task, profiles["cpu-interpreter"], tmp_path / "a")
+    assert cpu.timeout_s == max(TIMEOUT_FLOOR_S, COMPILE_BUDGET_S + PER_CONFIG_S["interpreter"] * len(cpu.configs))
+    gpu = Grader(task, profiles["h200"], tmp_path / "b")
+    assert gpu.timeout_s == max(TIMEOUT_FLOOR_S, COMPILE_BUDGET_S + PER_CONFIG_S["gpu"] * len(gpu.configs)) < 900
+    assert Grader(task, profiles["h200"], tmp_path / "c", GraderConfig(timeout_s=8.0)).timeout_s == 8.0

@@ -59,6 +59,14 @@ PEAK_KEY = {"float32": "fp32", "float16": "fp16", "bfloat16": "bf16"}
 #: Where a compiled candidate's build is copied in its grading directory (the request names it from the start).
 BUILD_DIR = ".build"
 
+#: The derived limit of one harness process (`GraderConfig.timeout_s` None): compiling and importing, plus per config
+#: (one check call, warm-up and 2 x reps timed runs, the comparisons; the CPU interpreter is far slower), at least
+#: the floor. A compiled language's build has a limit of its own (`BUILD_TIMEOUT_S`).
+TIMEOUT_FLOOR_S = 120.0
+COMPILE_BUDGET_S = 60.0
+PER_CONFIG_S = {"gpu": 30.0, "interpreter": 60.0}
+BUILD_TIMEOUT_S = 900.0
+
 #: Triton's kernel cache in a harness's writable directory (`Grader._harness_env`), and the most of it the observed
 #: run gets from the checked run.
 TRITON_CACHE = ".triton-cache"
@@ -103,8 +111,10 @@ class GraderConfig:
     """Rounds in which baseline and candidate alternate; the spread of per-round speedups is the noise band."""
     input_sets: int = 4
     """Distinct input value sets copied in before each timed run, in turn."""
-    timeout_s: float = 900.0
-    """Limit for one harness process (check or time)."""
+    timeout_s: float | None = None
+    """Limit for one harness process (check and time, or the observed run), s. None: derived from the task
+    (`Grader.timeout_s`: a compile budget plus a budget per config, at least `TIMEOUT_FLOOR_S`), so a hung kernel
+    fails within minutes, not a fixed quarter of an hour."""
     sandbox: str = "bwrap"
     """Sandbox backend for the candidate: 'bwrap' or 'none' (explicit opt-out)."""
     measure: bool = True
@@ -238,6 +248,15 @@ class Grader:
         self._ahead_token: object | None = None
         self._observed_outputs: Path | None = None
         self._observe_drawn: dict[Path, bool] = {}
+
+    @property
+    def timeout_s(self) -> float:
+        """The limit of one harness process, s: `GraderConfig.timeout_s`, or derived from the configs graded
+        (`COMPILE_BUDGET_S` + `PER_CONFIG_S` per config, at least `TIMEOUT_FLOOR_S`)."""
+        if self.config.timeout_s is not None:
+            return self.config.timeout_s
+        per = PER_CONFIG_S["interpreter" if self.hardware.interpreter else "gpu"]
+        return max(TIMEOUT_FLOOR_S, COMPILE_BUDGET_S + per * max(len(self.configs), 1))
 
     # -- the warm worker (the fast path) ---------------------------------------------------------------------------
     def start_worker(self, seed: int | None = None) -> None:
@@ -597,7 +616,7 @@ class Grader:
         build = self._baseline_built() if self.backend.BUILDS else None
         results = self._observer_dir()
         sandbox, argv = self._observer_command(self.baseline_dir, build, 0, results)
-        run = sandbox.run(argv, limits=Limits(timeout_s=self.config.timeout_s, max_output_bytes=8000))
+        run = sandbox.run(argv, limits=Limits(timeout_s=self.timeout_s, max_output_bytes=8000))
         return self._read_observation(results, run.timed_out, run.returncode, run.output)
 
     def _observer_dir(self) -> Path:
@@ -629,7 +648,7 @@ class Grader:
         results = self._observer_dir()
         sandbox, argv = self._observer_command(source, source / BUILD_DIR if self.backend.BUILDS else None, seed,
                                                results)
-        proc = sandbox.popen([*argv, "--wait-go"], limits=Limits(timeout_s=self.config.timeout_s))
+        proc = sandbox.popen([*argv, "--wait-go"], limits=Limits(timeout_s=self.timeout_s))
         output: collections.deque[str] = collections.deque(maxlen=400)
         threading.Thread(target=lambda: output.extend(proc.stdout), daemon=True).start()
         return _ObservedRun(proc, gdir, source, results, output)
@@ -667,14 +686,14 @@ class Grader:
             copy_regular_files(session.gdir / TRITON_CACHE, results / TRITON_CACHE, MAX_CACHE_BYTES, KERNEL_ARTIFACTS)
             sandbox, argv = self._observer_command(source, source / BUILD_DIR if build else None, session.seed,
                                                    results)
-            run = sandbox.run(argv, limits=Limits(timeout_s=self.config.timeout_s, max_output_bytes=8000))
+            run = sandbox.run(argv, limits=Limits(timeout_s=self.timeout_s, max_output_bytes=8000))
             timed_out, code, output = run.timed_out, run.returncode, run.output
         else:
             results, timed_out = ahead.results, False
             try:
                 ahead.proc.stdin.write("go\n")
                 ahead.proc.stdin.close()
-                ahead.proc.wait(timeout=self.config.timeout_s)
+                ahead.proc.wait(timeout=self.timeout_s)
             except subprocess.TimeoutExpired:
                 timed_out = True
             except OSError:
@@ -693,7 +712,7 @@ class Grader:
             ObserverError: the run timed out or failed, or its report is missing or incomplete.
         """
         if timed_out:
-            raise ObserverError(f"the observed run passed the {self.config.timeout_s:.0f} s limit")
+            raise ObserverError(f"the observed run passed the {self.timeout_s:.0f} s limit")
         try:
             check = parse_check_result(load_json_untrusted(results / (OBSERVED_PREFIX + CHECK_RESULT)),
                                        len(self.configs))
@@ -751,7 +770,7 @@ class Grader:
         none on the CPU), or found in the build cache."""
         spec = self.task.spec
         return builds.build(self.backend, source_dir, spec.editable_files, spec.entry_point, sandbox=self.config.sandbox,
-                            timeout_s=self.config.timeout_s,
+                            timeout_s=self.config.timeout_s or BUILD_TIMEOUT_S,
                             arch=None if self.hardware.interpreter else self.hardware.arch)
 
     def _baseline_built(self) -> Path:
@@ -775,7 +794,7 @@ class Grader:
         check_path, time_path = gdir / CHECK_RESULT, gdir / TIME_RESULT
         timed_out, output = False, None
         if self.worker is not None and self.worker.alive():
-            code, timed_out, unprepared = self.worker.request(gdir / REQUEST, self.config.timeout_s)
+            code, timed_out, unprepared = self.worker.request(gdir / REQUEST, self.timeout_s)
             if not self.keep_worker:  # one grading per worker: nothing a candidate did to it outlives this grading
                 self.worker.stop()
                 self.worker = None
@@ -795,11 +814,11 @@ class Grader:
             # Alone in its pid namespace (bwrap), the harness stops every other process before it writes a result.
             kill = ["--kill-others"] if self.config.sandbox == "bwrap" else []
             run = sandbox.run([PYTHON, str(HARNESS), str(gdir / REQUEST), *kill],
-                              limits=Limits(timeout_s=self.config.timeout_s, max_output_bytes=8000))
+                              limits=Limits(timeout_s=self.timeout_s, max_output_bytes=8000))
             timed_out, output, code = run.timed_out, run.output, run.returncode
         if timed_out:
             return {"stage": "check", "ok": False, "configs": [],
-                    "error": f"the candidate ran past the {self.config.timeout_s:.0f} s limit and was killed"}, None
+                    "error": f"the candidate ran past the {self.timeout_s:.0f} s limit and was killed"}, None
         try:
             check = load_json_untrusted(check_path)
         except UntrustedFileError:

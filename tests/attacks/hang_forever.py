@@ -1,6 +1,7 @@
 """Attack: a kernel that never returns, to hang the grading (and the env waiting for its reward).
 
-Defence: `harness_timeout` (the harness process runs under GraderConfig.timeout_s; at the limit its whole process
+Defence: `harness_timeout` (the harness process runs under a limit derived from the task (Grader.timeout_s) or
+GraderConfig.timeout_s; at the limit its whole process
 group is killed and the grade says so).
 Honest twin: the baseline scores 120 well within the limit (tests/test_grader.py).
 """
