@@ -160,3 +160,20 @@ def test_candidate_gets_a_fresh_sandbox_per_unseen_config(tmp_path, require_bwra
     configs, _ = unseen_configs(TASK, HW, seed=0)
     evaluate_unseen(TASK, HW, _workspace(tmp_path, TASK.root / "kernel.py"), configs[:2], tmp_path / "u", seed=0)
     assert started == ["original"]  # only the pristine original shares a warm worker
+
+
+def test_a_kernel_that_hangs_everywhere_stops_at_the_evaluations_budget(tmp_path, require_bwrap):
+    """Issue 16: the unseen evaluation has a total budget; configs left when it is spent fail, saying why."""
+    from kernelgym.grader import GraderConfig
+    configs, _ = unseen_configs(TASK, HW, seed=0)
+    hang = (TASK.root / "kernel.py").read_text().replace('    """RMSNorm of', '    while True:\n        pass\n    """RMSNorm of', 1)
+    assert "while True" in hang
+    ws = tmp_path / "ws"
+    shutil.copytree(TASK.root, ws)
+    (ws / "kernel.py").write_text(hang)
+    result = evaluate_unseen(TASK, HW, ws, configs[:3], tmp_path / "u", GraderConfig(timeout_s=3.0), seed=0,
+                             budget_s=1.0)
+    errors = [r["optimized_error"] or "" for r in result["configs"]]
+    assert "limit" in errors[0] or "killed" in errors[0], errors[0]
+    assert all("budget of 1 s was spent" in e for e in errors[1:]), errors
+    assert result["optimized_passed"] == 0

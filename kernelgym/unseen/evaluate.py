@@ -6,6 +6,7 @@ import hashlib
 import json
 import os
 import statistics
+import time
 from pathlib import Path
 from typing import Any
 
@@ -28,9 +29,15 @@ def quadrant(original_correct: list[bool], optimized_correct: list[bool]) -> str
             (False, True): "opt_improvement"}[(o, p)]
 
 
+#: Wall-clock budget of grading the optimized kernel on all unseen configs, s (`evaluate_unseen`'s default): a kernel
+#: that hangs on each would otherwise hold the evaluation for every config's limit in turn.
+UNSEEN_BUDGET_S = 1200.0
+
+
 def _grade_each(task: Task, hardware: HardwareProfile, source: Path, configs: list[dict], work_dir: Path,
-                config: GraderConfig, seed: int) -> list[dict[str, Any]]:
-    """Grade `source`'s editable files on each config separately (a crash fails that config only)."""
+                config: GraderConfig, seed: int, budget_s: float | None = None) -> list[dict[str, Any]]:
+    """Grade `source`'s editable files on each config separately (a crash fails that config only); once `budget_s`
+    has passed, the configs left are not graded and count as failed, saying why."""
     # Only the pristine original shares one worker across configs, and is not observed (observer.py: its kernels are
     # the task's own). A candidate gets a fresh sandboxed process per config: a background process it left behind
     # would otherwise outlive its config and could tamper with the next config's grading directory while the trusted
@@ -42,9 +49,13 @@ def _grade_each(task: Task, hardware: HardwareProfile, source: Path, configs: li
     grader.keep_worker = trusted
     if config.warm_worker and trusted:
         grader.start_worker()
-    rows = []
+    rows, start = [], time.monotonic()
     try:
         for i, cfg in enumerate(configs):
+            if budget_s is not None and time.monotonic() - start > budget_s:
+                rows.append({"compiled": False, "correct": False, "speedup": None, "time_ms": None,
+                             "error": f"not graded: the unseen evaluation's budget of {budget_s:.0f} s was spent"})
+                continue
             grader.configs = [{k: v for k, v in cfg.items() if k not in _CONFIG_EXTRAS}]
             g = grader.grade(source, seed=seed + i)
             failed = next((s for s in g.stages if s.passed is False), None)
@@ -78,8 +89,9 @@ def _original_results(task: Task, hardware: HardwareProfile, configs: list[dict]
 
 def evaluate_unseen(task: Task, hardware: HardwareProfile, workspace: Path, configs: list[dict[str, Any]],
                     work_dir: Path, grader_config: GraderConfig | None = None, seed: int = 0,
-                    seen_speedup: float | None = None) -> dict[str, Any]:
-    """Grade the original (pristine task) and optimized (`workspace`) kernels on the same unseen configs.
+                    seen_speedup: float | None = None, budget_s: float | None = UNSEEN_BUDGET_S) -> dict[str, Any]:
+    """Grade the original (pristine task) and optimized (`workspace`) kernels on the same unseen configs; the optimized
+    kernel's gradings stop after `budget_s` seconds (None: no budget), the configs left counting as failed.
 
     Returns a dict: ``configs`` (per config: the config, its category, original/optimized correctness and
     errors, the optimized kernel's speedup over the baseline on a GPU), ``quadrant``, ``regressions`` (configs
@@ -92,7 +104,7 @@ def evaluate_unseen(task: Task, hardware: HardwareProfile, workspace: Path, conf
     original = _original_results(task, hardware, configs, Path(work_dir) / "original",
                                  dataclasses.replace(base, measure=False), seed)
     optimized = _grade_each(task, hardware, Path(workspace), configs, Path(work_dir) / "optimized",
-                            dataclasses.replace(base, warm_worker=False), seed)
+                            dataclasses.replace(base, warm_worker=False), seed, budget_s)
     rows = []
     for cfg, o, p in zip(configs, original, optimized):
         rows.append({"config": {k: v for k, v in cfg.items() if k not in _CONFIG_EXTRAS},
