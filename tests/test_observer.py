@@ -240,3 +240,29 @@ def test_observed_warm_up_calls_get_inputs_of_other_values():
     assert len(state.warmup_inputs) == len(state.check_inputs) == len(g.configs)
     for warm, checked in zip(state.warmup_inputs, state.check_inputs):
         assert warm[0].shape == checked[0].shape and not torch.equal(warm[0], checked[0])
+
+
+def test_grading_waits_for_the_observer_to_be_idle(fake_grader, monkeypatch):
+    """Profiling (the baseline's observation, the run started ahead while it prepares) must not overlap the timed runs:
+    grade() waits for the background work and for the run ahead to say it prepared; one that never does is given up."""
+    import subprocess
+    import sys
+    import threading
+    import time as _time
+
+    from kernelgym.grader.grader import _ObservedRun
+    from kernelgym.grader.protocol import PREPARED_MARKER
+    g = fake_grader([(0.05, 0.05)] * N)
+    done = []
+    g._observer_thread = threading.Thread(target=lambda: (_time.sleep(0.3), done.append(1)))
+    g._observer_thread.start()
+    output = ["[harness] prepare 0.1 s\n"]
+    proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"], start_new_session=True)
+    g._observing = _ObservedRun(proc, g.work_dir, g.work_dir, g.work_dir, output)
+    threading.Timer(0.5, lambda: output.append(PREPARED_MARKER + "\n")).start()
+    start = _time.monotonic()
+    g._wait_for_observer()
+    assert done and _time.monotonic() - start >= 0.45 and g._observing is not None  # waited, kept the ready run
+    g._observing.output.clear()
+    g._wait_for_observer(timeout_s=0.2)  # never says it prepared: given up
+    assert g._observing is None and proc.wait(timeout=10) is not None

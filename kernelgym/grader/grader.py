@@ -38,9 +38,9 @@ from kernelgym.grader.files import (MAX_EDITABLE_BYTES, copy_candidate, copy_edi
 from kernelgym.grader.provenance import check_cpp_source, check_source
 from kernelgym.grader.observer import (Observation, ObserverError, cross_check, find_ncu, foreign_kernels, ncu_argv,
                                        parse_report, split)
-from kernelgym.grader.protocol import (CHECK_RESULT, HARNESS_LOG, IMPORTED_MARKER, OBSERVED_PREFIX, OUTPUTS, REQUEST,
-                                       TIME_RESULT, CheckResult, OutputSlot, Request, TimeResult, check_seed,
-                                       parse_check_result, parse_time_result)
+from kernelgym.grader.protocol import (CHECK_RESULT, HARNESS_LOG, IMPORTED_MARKER, OBSERVED_PREFIX, OUTPUTS,
+                                       PREPARED_MARKER, REQUEST, TIME_RESULT, CheckResult, OutputSlot, Request,
+                                       TimeResult, check_seed, parse_check_result, parse_time_result)
 from kernelgym.grader.score import arena_score
 from kernelgym.grader.session import GradingSession
 from kernelgym.grader.timing_stats import TimingError, choose_runs, summarize
@@ -307,6 +307,19 @@ class Grader:
             self.worker = None
         self.stop_observer()
 
+    def _wait_for_observer(self, timeout_s: float = 120.0) -> None:
+        """Wait until the observer's background work is done (the baseline's observation) and the observed run started
+        ahead has prepared (it then idles), so that neither runs kernels while the candidate is timed. A run that does
+        not prepare in `timeout_s` is given up (the grading observes with a fresh run later)."""
+        if self._observer_thread is not None:
+            self._observer_thread.join()
+        ahead, deadline = self._observing, time.monotonic() + timeout_s
+        while ahead is not None and PREPARED_MARKER not in "".join(ahead.output):
+            if ahead.proc.poll() is not None or time.monotonic() > deadline:
+                self.stop_observer()
+                return
+            time.sleep(0.02)
+
     def stop_observer(self) -> None:
         """Kill the observed run started ahead for the next grading, if any (or give up the one being started)."""
         with self._ahead_lock:
@@ -328,6 +341,7 @@ class Grader:
         sources = {} if problems else self._editable_sources(session.gdir)
         provenance = self.static_findings(sources) if self.config.static_check else []
         session.launch_notes = [n for text in sources.values() for n in unsupported_launch_options(text, self.hardware)]
+        self._wait_for_observer()  # no profiling may overlap the timed runs (ncu flushes the caches per kernel)
         check, timed = self._run_candidate(session, problems)
         harness_done = time.monotonic()
         checks = self._checks_planned(provenance)
