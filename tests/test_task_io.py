@@ -177,3 +177,13 @@ def test_fp8_outputs_are_compared_under_their_tolerance():
     assert ok, msg
     assert not compare_output((ref * 2).to(torch.float8_e4m3fn), ref, "float8_e4m3fn", "tolerance", tol)[0]
     assert "dtype" in compare_output(ref.half(), ref, "float8_e4m3fn", "tolerance", tol)[1]
+
+
+def test_a_one_element_output_is_not_refused_as_constant():
+    """A single value is its own mean: only an all-zero output counts as trivial there (a decode config with one token
+    has one argmax, one scale)."""
+    from kernelgym.task import Tolerance
+    tol = Tolerance(atol=1e-3, rtol=1e-3)
+    assert trivial_output_passes(prepare_reference(torch.tensor([3.5]), tol), "float32", tol) is None
+    assert "all-zero" in trivial_output_passes(prepare_reference(torch.tensor([0.0]), tol), "float32", tol)
+    assert "constant" in trivial_output_passes(prepare_reference(torch.full((4,), 3.5), tol), "float32", tol)

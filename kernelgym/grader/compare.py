@@ -131,10 +131,14 @@ def _compare(out: Any, ref: PreparedReference, dtype: str, tol) -> tuple[bool, s
 def trivial_output_passes(ref: PreparedReference, dtype: str, tol=None) -> str | None:
     """Whether an all-zero or a constant output (the reference's mean, rounded to `dtype`) passes against `ref`:
     then the task's tolerance or its reference cannot tell a kernel that computes nothing from one that works.
-    Returns a message saying which passes, or None where neither does."""
+    Returns a message saying which passes, or None where neither does. A one-element output is its own mean: only
+    the all-zero output is tried there (a decode step's single token or scale is a real output)."""
     want = getattr(torch, dtype, torch.float32)
     mean = ref.values.double().mean() if ref.values.numel() else torch.tensor(0.0)
-    for what, value in (("an all-zero output", 0.0), ("a constant output (the reference's mean)", float(mean))):
+    fakes = [("an all-zero output", 0.0)]
+    if ref.values.numel() > 1:
+        fakes.append(("a constant output (the reference's mean)", float(mean)))
+    for what, value in fakes:
         fake = torch.full(tuple(ref.values.shape), value, dtype=torch.float64).to(want)
         if ref.values.numel() and _compare(fake, ref, dtype, tol)[0]:
             return f"{what} passes the comparison (rule {ref.rule}): the reference is constant or the tolerance too loose"
