@@ -67,6 +67,8 @@ class KernelArenaEnv(gym.Env):
     to detect. sandbox: "bwrap" (default) or "none" (explicit opt-out; warns). max_steps, max_wall_s:
     budgets. command_timeout_s: limit per shell command. grader: `GraderConfig`. render_mode: "ansi".
     tasks_dir: the user's own task folders, searched after the built-in tasks and $KERNELGYM_TASKS_PATH.
+    workspace_cap_bytes: disk space the workspace may take (default 4 GiB); an action that leaves it above gets an
+    error note in its observation (each file is also capped at 2 GiB while written).
 
     ## Version History
     v0: initial version.
@@ -78,7 +80,7 @@ class KernelArenaEnv(gym.Env):
                  hardware: str | HardwareProfile | None = None, sandbox: str = "bwrap", max_steps: int = 50,
                  max_wall_s: float = 3600.0, command_timeout_s: float = 300.0,
                  grader: GraderConfig | None = None, render_mode: str | None = None,
-                 tasks_dir: str | Path | list[str | Path] | None = None):
+                 tasks_dir: str | Path | list[str | Path] | None = None, workspace_cap_bytes: int = 4 << 30):
         if render_mode not in (None, "ansi"):
             raise ValueError(f"render_mode must be None or 'ansi', got {render_mode!r}")
         if max_steps < 1:
@@ -91,6 +93,7 @@ class KernelArenaEnv(gym.Env):
         make_sandbox(sandbox, self.run_dir)  # refuse to start now, with the fix, if bubblewrap cannot run
         self.max_steps, self.max_wall_s, self.render_mode = max_steps, max_wall_s, render_mode
         self.command_limits = Limits(timeout_s=command_timeout_s)
+        self.workspace_cap_bytes = workspace_cap_bytes
         # The grader sandboxes the candidate the same way the env sandboxes commands.
         self.grader_config = dataclasses.replace(grader or GraderConfig(), sandbox=sandbox)
         self.action_space = action_space()
@@ -173,6 +176,16 @@ class KernelArenaEnv(gym.Env):
 
     # -- actions -----------------------------------------------------------------------------------
     def _execute(self, act: Action) -> str:
+        output = self._execute_action(act)
+        if act.kind in ("shell", "write_file", "edit_file", "profile", "bench"):
+            used = workspace_bytes(self.workspace, self.workspace_cap_bytes)
+            if used > self.workspace_cap_bytes:
+                output += (f"\n[error: the workspace holds over {_size(used)}, more than its cap of "
+                           f"{_size(self.workspace_cap_bytes)}: remove files (the grader copies only the editable "
+                           f"files)]")
+        return output
+
+    def _execute_action(self, act: Action) -> str:
         if act.kind == "shell":
             return self.sandbox.run(act.cmd).describe()
         if act.kind == "submit":
@@ -245,3 +258,27 @@ def _write_nofollow(path: Path, content: str) -> None:
     with os.fdopen(fd, "w", errors="replace") as f:
         f.truncate(0)
         f.write(content)
+
+
+def workspace_bytes(root: Path, stop_above: int) -> int:
+    """Disk space the files under `root` take, bytes (allocated blocks: a sparse file counts what it uses), links not
+    followed; the walk stops once the count passes `stop_above` (a huge tree costs no more than the cap says)."""
+    total, stack = 0, [str(root)]
+    while stack and total <= stop_above:
+        try:
+            entries = list(os.scandir(stack.pop()))
+        except OSError:
+            continue
+        for entry in entries:
+            try:
+                if entry.is_dir(follow_symlinks=False):
+                    stack.append(entry.path)
+                else:
+                    total += entry.stat(follow_symlinks=False).st_blocks * 512
+            except OSError:
+                continue
+    return total
+
+
+def _size(n: int) -> str:
+    return f"{n / (1 << 30):.2f} GiB" if n >= 1 << 30 else f"{n / (1 << 20):.1f} MiB"

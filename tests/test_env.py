@@ -100,3 +100,19 @@ def test_grader_follows_env_sandbox_choice(tmp_path):
     with pytest.warns(UserWarning):
         e = KernelArenaEnv(run_dir=tmp_path, hardware="cpu-interpreter", sandbox="none", grader=GraderConfig(reps=5))
     assert e.grader_config.sandbox == "none" and e.grader_config.reps == 5
+
+def test_a_workspace_over_its_cap_says_so_in_the_observation(tmp_path, require_bwrap):
+    """Issue 16: a step that fills the workspace past its cap ends with a clear error note; removing the files
+    clears it."""
+    import gymnasium as gym
+    env = gym.make("KernelArena/triton-rmsnorm-v0", run_dir=tmp_path, workspace_cap_bytes=1 << 20).unwrapped
+    env.reset(seed=0)
+    try:
+        obs, *_ = env.step({"kind": "shell", "cmd": "head -c 3000000 /dev/urandom > big.bin; echo wrote"})
+        assert "wrote" in obs["output"] and "more than its cap of 1.0 MiB" in obs["output"], obs["output"]
+        obs, *_ = env.step({"kind": "shell", "cmd": "rm big.bin; echo removed"})
+        assert "removed" in obs["output"] and "cap" not in obs["output"]
+        obs, *_ = env.step({"kind": "shell", "cmd": "truncate -s 10G sparse.bin; echo sparse"})
+        assert "cap" not in obs["output"]  # a sparse file counts the blocks it uses
+    finally:
+        env.close()
