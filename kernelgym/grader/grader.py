@@ -138,7 +138,8 @@ class GraderConfig:
     """Fraction of gradings observed, drawn at random per grading (below 1 for RL throughput: the observed run costs
     a fresh process); each grade's ``checks`` says whether its grading was observed."""
     observer_margin: float = 0.25
-    """How far (a fraction) a measured speedup above the noise band may exceed the profiler's ratio of device times."""
+    """How far (a fraction) a measured speedup more than `observer.NOISE` above 1 may exceed the profiler's ratio of
+    device times."""
 
 
 @dataclass
@@ -634,9 +635,18 @@ class Grader:
         return self._read_observation(results, run.timed_out, run.returncode, run.output)
 
     def _observer_dir(self) -> Path:
+        """A new owner-only directory beside the grading directories: an observed run's only writable one."""
         results = self.work_dir / f"observed-{uuid.uuid4().hex[:12]}"
         results.mkdir(mode=0o700)
         return results
+
+    def _observer_source(self) -> Path:
+        """A new owner-only directory holding the task's pristine public files, where an observed run's candidate
+        sources are written (read-only in its sandbox)."""
+        source = self.work_dir / f"observed-src-{uuid.uuid4().hex[:12]}"
+        source.mkdir(mode=0o700)
+        copy_public(self.task, source)
+        return source
 
     def _observer_command(self, directory: Path, build: Path | None, seed: int,
                           results: Path) -> tuple[BubblewrapSandbox | UnsandboxedRunner, list[str]]:
@@ -656,10 +666,7 @@ class Grader:
         """Start the candidate's observed run ahead, while the agent works: the profiler and the harness start, CUDA
         and the inputs are prepared, then it waits for ``go`` (sent by `_observed_run` once the candidate's sources
         are copied into its own read-only directory, beside the task's pristine public files)."""
-        source = self.work_dir / f"observed-src-{uuid.uuid4().hex[:12]}"
-        source.mkdir(mode=0o700)
-        copy_public(self.task, source)
-        results = self._observer_dir()
+        source, results = self._observer_source(), self._observer_dir()
         sandbox, argv = self._observer_command(source, source / BUILD_DIR if self.backend.BUILDS else None, seed,
                                                results)
         proc = sandbox.popen([*argv, "--wait-go"], limits=Limits(timeout_s=self.timeout_s))
@@ -683,27 +690,21 @@ class Grader:
         if ahead is not None and (ahead.gdir != session.gdir or ahead.proc.poll() is not None):
             kill_group(ahead.proc)  # prepared for another grading, or died before go: no candidate code ran in it
             ahead = None
-        source = ahead.source if ahead else self.work_dir / f"observed-src-{uuid.uuid4().hex[:12]}"
-        if ahead is None:
-            source.mkdir(mode=0o700)
-            copy_public(self.task, source)
+        source, results = (ahead.source, ahead.results) if ahead else (self._observer_source(), self._observer_dir())
         for rel, text in sources.items():
             write_new(source / rel, text.encode())
-        if ahead is not None:  # what the checked run compiled (its process is gone): the observed run need not compile
-            copy_regular_files(session.gdir / TRITON_CACHE, ahead.results / TRITON_CACHE, MAX_CACHE_BYTES,
-                               KERNEL_ARTIFACTS)
+        # What the checked run compiled (its process is gone): the observed run need not compile it again.
+        copy_regular_files(session.gdir / TRITON_CACHE, results / TRITON_CACHE, MAX_CACHE_BYTES, KERNEL_ARTIFACTS)
         build = getattr(session, "trusted_build", None)
         if build is not None:
             builds.copy_build(build, source / BUILD_DIR)
         if ahead is None:
-            results = self._observer_dir()
-            copy_regular_files(session.gdir / TRITON_CACHE, results / TRITON_CACHE, MAX_CACHE_BYTES, KERNEL_ARTIFACTS)
             sandbox, argv = self._observer_command(source, source / BUILD_DIR if build else None, session.seed,
                                                    results)
             run = sandbox.run(argv, limits=Limits(timeout_s=self.timeout_s, max_output_bytes=8000))
             timed_out, code, output = run.timed_out, run.returncode, run.output
         else:
-            results, timed_out = ahead.results, False
+            timed_out = False
             try:
                 ahead.proc.stdin.write("go\n")
                 ahead.proc.stdin.close()

@@ -442,29 +442,31 @@ def prepare(req):
     backend = load_backend(req.language)
     # From the pristine copy (read-only in the sandbox), never from the grading directory the candidate can write.
     builder = load(req.input_builder, req.builder_directory, "kernelgym_inputs")
-    n = 1 if req.mode == "compile" else len(req.configs)
-    check_inputs = []
-    for i, cfg in enumerate(req.configs[:n]):
-        try:
-            check_inputs.append(builder(cfg, protocol.check_seed(req.seed, i), req.device))
-        except Exception:  # noqa: BLE001 - reported per config
-            check_inputs.append(tb(8))
+    configs = req.configs[:1] if req.mode == "compile" else req.configs
+    check_inputs = _build_inputs(builder, req, configs, protocol.check_seed)
+    # The observed run's warm-up calls: the same shapes, other values.
+    warmup_inputs = _build_inputs(builder, req, configs, protocol.warmup_seed) if req.observe else []
     if req.device != "cpu":
         if req.observe:  # the profiler's first kernel costs about 0.6 s: paid here, before an observed run's "go"
             _fill(torch.empty(1, device=req.device), 0.0)
         _synchronize()
-    warmup_inputs = []
-    if req.observe:  # the observed run's warm-up calls: the same shapes, other values
-        for i, cfg in enumerate(req.configs[:n]):
-            try:
-                warmup_inputs.append(builder(cfg, protocol.warmup_seed(req.seed, i), req.device))
-            except Exception:  # noqa: BLE001 - the checked call reports the builder's failure
-                warmup_inputs.append(tb(8))
     state = Prepared(backend, builder, check_inputs, warmup_inputs=warmup_inputs)
     if req.mode in ("grade", "time") and req.baseline_directory:
         base_fn = load_entry(req, backend, req.baseline_directory, "kernelgym_baseline", req.baseline_build_directory)
         prepare_baseline(req, state, base_fn)
     return state
+
+
+def _build_inputs(builder, req, configs, seed_of):
+    """Per config, the inputs `builder` makes with seed ``seed_of(req.seed, index)`` on the request's device, or the
+    builder's error (a traceback string), which the call on that config reports."""
+    inputs = []
+    for i, cfg in enumerate(configs):
+        try:
+            inputs.append(builder(cfg, seed_of(req.seed, i), req.device))
+        except Exception:  # noqa: BLE001 - reported per config
+            inputs.append(tb(8))
+    return inputs
 
 
 def prepare_baseline(req, state, base_fn):
