@@ -1,7 +1,7 @@
 """A control group per sandboxed command: a limit on the processes and the memory of everything it starts.
 
 RLIMIT_NPROC counts a user's processes machine-wide and RLIMIT_AS one process's address space: neither bounds a
-command that forks many processes (a review started 2000 in one shell step). A cgroup counts the whole tree, and its
+command that forks many processes (thousands in one shell step). A cgroup counts the whole tree, and its
 children cannot leave it. The parent makes the group before the command starts (`SandboxCgroup.create`), the child
 joins it between fork and exec (`join`, so its first instruction already counts), and `destroy` kills what is left
 and removes the group.

@@ -13,7 +13,7 @@ program that probes them gets an error, not a crash):
 - any system call of another ABI (32-bit x86 through ``int 0x80``, x32), which would bypass the numbers above.
 - ``socket`` and ``socketpair`` of any address family but ``AF_UNIX``, ``AF_INET``, ``AF_INET6`` and ``AF_NETLINK``
   (refused with EAFNOSUPPORT): the sandbox's network namespace confines those four, not ``AF_VSOCK``, which reached
-  the host through a VM's vsock in a review, nor the rest (Bluetooth, CAN, ...), which a kernel has no use for.
+  the host of a virtual machine, nor the rest (Bluetooth, CAN, ...), which a kernel has no use for.
 
 The program is classic BPF (``struct sock_filter`` array, `linux/filter.h`), the form bubblewrap's ``--seccomp FD``
 loads (as libseccomp's ``seccomp_export_bpf`` writes it). Built for x86-64 and aarch64; elsewhere `program`

@@ -87,7 +87,7 @@ DEFENCES: tuple[Defence, ...] = (
             "operations",
             "kernelgym.seccomp:program", _a("ptrace_from_sandbox"), "ci"),
     Defence("seccomp_socket_families", "a socket of a family the network namespace does not confine: AF_VSOCK to "
-            "a virtual machine's host (a review reached CID 2), AF_PACKET, Bluetooth, CAN",
+            "a virtual machine's host, AF_PACKET, Bluetooth, CAN",
             "the seccomp filter allows socket and socketpair only for AF_UNIX, AF_INET, AF_INET6 and AF_NETLINK, "
             "which the empty network namespace confines, and refuses the rest with EAFNOSUPPORT: an allow-list, so "
             "a family added to Linux later is refused too",
@@ -120,7 +120,7 @@ DEFENCES: tuple[Defence, ...] = (
             "RLIMIT_AS per process (not applied with a GPU, whose runtimes reserve far more address space than they "
             "use); there is no memory cgroup yet (README, known limits)",
             "kernelgym.sandbox:_set_limits", _a("exhaust_host_memory"), "ci"),
-    Defence("cgroup_pids_limit", "a command starting processes without end (a fork bomb: a review started 2000 in "
+    Defence("cgroup_pids_limit", "a command starting processes without end (a fork bomb: thousands in "
             "one step) or growing its whole tree's memory past the host's",
             "a cgroup per command counts its whole tree, which cannot leave it: pids.max (1024 by default, threads "
             "included) and, without a GPU, a memory limit (Limits.memory_bytes); RLIMIT_NPROC counts the user "
