@@ -24,12 +24,14 @@ from gymnasium.spaces import Text
 from gymnasium.vector.utils.shared_memory import read_from_shared_memory
 
 from kernelgym.discovery import Dirs, discover_tasks_report, is_builtin, task_search_path, warn_once
+from kernelgym.reference_tasks.registration import register_reference_tasks
 
 ENTRY_POINT = "kernelgym.env:KernelArenaEnv"
 
 
 def register_tasks(tasks_dir: Dirs = None) -> list[str]:
-    """Register every task on the search path as ``KernelArena/<language>-<name>-v<N>``; returns the ids.
+    """Register every task on the search path as ``KernelArena/<language>-<name>-v<N>``, and every reference-format
+    task folder (config.yaml; kernelgym/reference_tasks) as ``KernelArena/<task_type>-<folder>-v0``; returns the ids.
 
     Args:
         tasks_dir: the user's task folders, searched after the built-in root and $KERNELGYM_TASKS_PATH.
@@ -56,7 +58,7 @@ def register_tasks(tasks_dir: Dirs = None) -> list[str]:
                       f"{spec.kwargs.get('task')!r}; give one of them another `id`")
             continue
         ids.append(task.env_id)
-    return ids
+    return ids + register_reference_tasks(tasks_dir)
 
 
 class SharedTextBatch(Sequence):
