@@ -2,9 +2,10 @@
 
 RLIMIT_NPROC counts a user's processes machine-wide and RLIMIT_AS one process's address space: neither bounds a
 command that forks many processes (thousands in one shell step). A cgroup counts the whole tree, and its
-children cannot leave it. The parent makes the group before the command starts (`SandboxCgroup.create`), the child
-joins it between fork and exec (`join`, so its first instruction already counts), and `destroy` kills what is left
-and removes the group.
+children cannot leave it. The parent makes the group before the command starts (`SandboxCgroup.create`) and moves the
+sandbox's pid 1 into it while bwrap holds it before the command (`add`; without bwrap the child joins between fork and
+exec, `join`), so the command's first instruction already counts; `destroy` kills what is left and removes the
+group.
 
 Where this process may make cgroups: cgroup v2 (a unified hierarchy whose parent group delegates the ``pids`` and
 ``memory`` controllers), else cgroup v1's ``pids`` and ``memory`` hierarchies, each mounted writable. Elsewhere (an
@@ -109,8 +110,13 @@ class SandboxCgroup:
 
     def join(self) -> None:
         """Move the calling process into the group (in the child, between fork and exec)."""
+        self.add(os.getpid())
+
+    def add(self, pid: int) -> None:
+        """Move process `pid` into the group (a sandbox's pid 1 before it starts the command: `sandbox._spawn`).
+        Raises OSError where it cannot be moved."""
         for d in self.dirs.values():
-            (d / "cgroup.procs").write_text(str(os.getpid()))
+            (d / "cgroup.procs").write_text(str(pid))
 
     def hit_limits(self) -> list[str]:
         """What the group's members ran into, as lines for the command's output: the process limit refused a fork,
