@@ -53,6 +53,7 @@ def cmd_list(args: argparse.Namespace) -> int:
                       f"{len(task.configs_for(False))}/{len(task.configs_for(True))}",
                       ", ".join(supported) or "(none)", "built-in" if is_builtin(task) else str(task.root))
     console.print(table)
+    reference_tables(args.tasks_dir, profiles)
     if task_problems:
         broken = Table(title=f"Broken tasks ({len(task_problems)}, not registered)", title_justify="left",
                        title_style="bold red")
@@ -84,6 +85,31 @@ def cmd_list(args: argparse.Namespace) -> int:
     for message in policy_problems + [m for _, m in profile_problems]:
         console.print(f"[red]skipped:[/] {escape(message)}", soft_wrap=True)
     return 0
+
+
+def reference_tables(tasks_dir, profiles: dict) -> None:
+    """The reference-format task folders (config.yaml; kernelgym/reference_tasks) under `tasks_dir` and
+    $KERNELGYM_TASKS_PATH: the profiles each runs on, and why not on the others; then the broken ones."""
+    from kernelgym.reference_tasks import discover_reference_tasks, unsupported_reason
+    from kernelgym.reference_tasks.spec import reference_search_path
+    tasks, problems = discover_reference_tasks(reference_search_path(tasks_dir))
+    if tasks:
+        table = Table(title="Reference-format tasks (config.yaml, graded by their own commands)", title_justify="left")
+        for col in ("env id", "task type", "editable", "hardware", "unsupported", "source"):
+            table.add_column(col, overflow="fold", no_wrap=col == "env id")
+        for task in tasks.values():
+            reasons = {pid: unsupported_reason(task, p) for pid, p in profiles.items()}
+            by_reason: dict[str, list[str]] = {}
+            for pid, why in reasons.items():
+                if why:
+                    by_reason.setdefault(why, []).append(pid)
+            table.add_row(task.env_id, task.spec.task_type, ", ".join(task.spec.source_file_path),
+                          ", ".join(pid for pid, why in reasons.items() if not why) or "(none)",
+                          escape("\n".join(f"{', '.join(ids)}: {why}" for why, ids in by_reason.items())) or "-",
+                          str(task.root))
+        console.print(table)
+    for p in problems:
+        console.print(f"[red]reference task skipped:[/] {escape(p.message)}", soft_wrap=True)
 
 
 def tasks_markdown(tasks: dict, profiles: dict) -> str:
@@ -153,9 +179,14 @@ def cmd_run(args: argparse.Namespace) -> int:
     from kernelgym.discovery import get_task
     from kernelgym.hardware import detect_profile
 
+    from kernelgym.reference_tasks import find_reference_task
+    from kernelgym.reference_tasks.env import ReferenceTaskEnv
+
     policy = load_policy(args.policy, policies_dir=args.policies_dir, **overrides)
-    # Resolved here so the user's folders count; the env takes the Task and the profile as they are.
-    task = get_task(args.task, tasks_dir=args.tasks_dir)
+    # Resolved here so the user's folders count; the env takes the Task and the profile as they are. A folder in
+    # the reference arena's format (config.yaml) is graded by its own commands (kernelgym/reference_tasks).
+    reference = find_reference_task(args.task, tasks_dir=args.tasks_dir)
+    task = reference or get_task(args.task, tasks_dir=args.tasks_dir)
     hardware = detect_profile(args.hardware, root=hardware_roots(args))
     if not args.resume:
         label = re.sub(r"[^A-Za-z0-9_.-]+", "_", f"{args.task}-{args.policy}")
@@ -166,7 +197,7 @@ def cmd_run(args: argparse.Namespace) -> int:
                                                     "episodes": args.episodes}, indent=1, default=str))
     sandbox = "none" if args.no_sandbox else "bwrap"
     grader = GraderConfig(warmup=args.warmup, reps=args.reps, rounds=args.rounds, sandbox=sandbox)
-    env = KernelArenaEnv(task, run_dir=run_dir, hardware=hardware, sandbox=sandbox,
+    env = (ReferenceTaskEnv if reference else KernelArenaEnv)(task, run_dir=run_dir, hardware=hardware, sandbox=sandbox,
                          max_steps=args.max_steps, max_wall_s=args.max_wall_s, grader=grader,
                          command_timeout_s=args.command_timeout_s)
     env = TrajectoryRecorder(env, run_dir / "trajectories.jsonl")

@@ -223,7 +223,8 @@ def validate_task(task_dir: str | Path, hardware: str | HardwareProfile | None =
     """Run every check on the task in `task_dir` (see the module docstring).
 
     Args:
-        task_dir: the folder holding task.yaml.
+        task_dir: the folder holding task.yaml (or a reference-format folder holding config.yaml:
+            kernelgym/reference_tasks/validate.py checks it).
         hardware: a hardware profile or its id; None detects the running device (the CPU interpreter without a GPU).
         sandbox: how the baseline is graded: "bwrap" (default) or "none".
         tasks_dir: the user's task folders, for the name check (besides built-ins and $KERNELGYM_TASKS_PATH).
@@ -233,6 +234,10 @@ def validate_task(task_dir: str | Path, hardware: str | HardwareProfile | None =
         One `Check` per check, in order; a check that needs the task or the hardware is not run (passed None)
         when that failed. Never raises for a problem of the task.
     """
+    from kernelgym.reference_tasks.spec import is_reference_task_dir
+    if is_reference_task_dir(task_dir):  # the reference arena's format (config.yaml): its own checks
+        from kernelgym.reference_tasks.validate import validate_reference_task
+        return validate_reference_task(task_dir, hardware=hardware, sandbox=sandbox, progress=progress)
     say = progress or (lambda _: None)
     names = ("name is unique", "hardware", "reference is not trivial", "unseen configs", "baseline is correct")
     say("loading task.yaml")

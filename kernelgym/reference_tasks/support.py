@@ -71,13 +71,12 @@ def unsupported_reason(task: ReferenceTask, hardware: HardwareProfile) -> str | 
     if ps is not None and ps.required_arch:
         archs = [ps.required_arch] if isinstance(ps.required_arch, str) else list(ps.required_arch)
         if not any(hardware.arch.lower().startswith(a.lower()) for a in archs):
-            return (f"platform_support.required_arch is {', '.join(archs)}; {hardware.name} is {hardware.arch}")
+            return f"platform_support.required_arch is {', '.join(archs)}, not {hardware.arch}"
     if hardware.vendor != "amd" and task.spec.task_type in AMD_TASK_TYPES:
-        return f"task_type {task.spec.task_type} builds HIP sources, which need an AMD GPU; {hardware.name} is " \
-               f"{hardware.vendor}"
+        return f"task_type {task.spec.task_type} builds HIP sources, which need an AMD GPU"
     features = amd_only_features(task, hardware)
     if features:
-        return f"needs AMD hardware that {hardware.name} ({hardware.arch}) is not: {'; '.join(features)}"
+        return f"needs AMD hardware: {'; '.join(features)}"
     return None
 
 

@@ -1,2 +1,5 @@
 """A stand-in kernel file; the task is marked skip and never runs."""
-print("not run")
+
+
+def copy_kernel(x):
+    return x
