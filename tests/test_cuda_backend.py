@@ -73,6 +73,7 @@ def test_backend_surface():
     assert backend.BUILDS and backend.INTERPRETER_ENV is None and backend.SOURCE_SUFFIXES == (".cu", ".cpp")
     assert not hasattr(backend, "LaunchCounter")  # no in-process provenance for compiled launches
     assert "PYBIND11_MODULE(TORCH_EXTENSION_NAME, m)" in backend.PROMPT
+    assert "refused in every source" in backend.PROMPT and "no inline PTX" in backend.PROMPT  # torch2cuda's rule
     tid = backend.toolchain_id()
     assert f"torch {torch.__version__}" in tid and "python " in tid
     if shutil.which("nvcc"):

@@ -69,7 +69,11 @@ PROMPT = ("Language: CUDA C++, built as a PyTorch C++ extension with torch.utils
           "it returns. Launch kernels on PyTorch's current stream (`c10::cuda::getCurrentCUDAStream()` from "
           "<c10/cuda/CUDAStream.h>): the grader times inside CUDA graphs captured on a side stream. Every source "
           "is compiled before any of your code runs, and a compiler error fails the compile gate with the "
-          "compiler's log. On ROCm, PyTorch hipifies the same sources, so stay with CUDA names PyTorch maps.")
+          "compiler's log. Your own kernels must do the work: torch/ATen compute (at:: and torch:: operations, tensor "
+          "methods that compute, vendor libraries such as cuBLAS) is refused in every source; allocation "
+          "(torch::empty and kin), shapes, pointers and streams are allowed. On ROCm, PyTorch hipifies the same "
+          "sources, so stay with CUDA names PyTorch maps, use no inline PTX, and do not assume a 32-wide warp "
+          "(warpSize is 64 on AMD CDNA).")
 
 EXTRA_CFLAGS = ["-O3"]
 EXTRA_CUDA_CFLAGS = ["-O3"]
