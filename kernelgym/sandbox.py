@@ -18,6 +18,7 @@ handed over to it (`hand_over`).
 from __future__ import annotations
 
 import collections
+import concurrent.futures
 import glob
 import json
 import os
@@ -200,10 +201,24 @@ def run_limited(argv: list[str], *, env: dict[str, str], cwd: str | Path, limits
                          elapsed_s=time.monotonic() - start)
 
 
+_SPAWNER = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="kernelgym-spawn")
+"""Starts the long-lived processes of threads other than the main one. bwrap's ``--die-with-parent`` kills the
+sandbox when the thread that started it exits (the parent-death signal follows the creating thread, prctl(2)): a
+background thread that starts a process and returns would kill it at once. This thread lives as long as the process."""
+
+
 def _popen(argv: list[str], env: dict[str, str], cwd: Path, limits: Limits, gpu: bool,
            bwrap: bool = False) -> subprocess.Popen:
     """A long-lived process with text pipes, in its own process group and cgroup, under `limits` (`bwrap`: see
-    `_spawn`). `kill_group` removes the cgroup."""
+    `_spawn`). `kill_group` removes the cgroup. Started from the main thread or from `_SPAWNER`'s, never from a
+    thread that may end before the process."""
+    if threading.current_thread() is not threading.main_thread():
+        return _SPAWNER.submit(_popen_here, argv, env, cwd, limits, gpu, bwrap).result()
+    return _popen_here(argv, env, cwd, limits, gpu, bwrap)
+
+
+def _popen_here(argv: list[str], env: dict[str, str], cwd: Path, limits: Limits, gpu: bool,
+                bwrap: bool) -> subprocess.Popen:
     group = _cgroup(limits, gpu)
     try:
         proc = _spawn(argv, bwrap, limits=limits, gpu=gpu, group=group, stdin=subprocess.PIPE,
