@@ -74,7 +74,8 @@ def wait_prepared(grader, timeout_s=300):
     ahead = grader._observing
     while ahead is not None and PREPARED_MARKER not in "".join(ahead.output):
         if time.monotonic() > deadline or ahead.proc.poll() is not None:
-            raise RuntimeError(f"the observed run did not prepare: {''.join(ahead.output)[-2000:]}")
+            raise RuntimeError(f"the observed run did not prepare (exit {ahead.proc.poll()}): "
+                               f"{''.join(ahead.output)[-2000:]}")
         time.sleep(0.05)
     grader._prepared.references.wait()
 
@@ -95,13 +96,16 @@ def grade(task_name, files, config, hw, reports=None, label=""):
     wall = time.monotonic() - t0
     grader.stop_worker()
     observed = grader._observed_outputs
-    if reports is not None and observed is not None and (observed.parent / "ncu.csv").exists():
-        shutil.copy(observed.parent / "ncu.csv", Path(reports) / f"{label}.csv")  # the candidate's observed run
+    if reports is not None and observed is not None:  # the candidate's observed run: ncu's report or the trace
+        for report in [observed.parent / "ncu.csv", *observed.parent.glob("kernel-trace.*")]:
+            if report.exists():
+                shutil.copy(report, Path(reports) / f"{label}{'.csv' if report.suffix == '.csv' else '.trace'}")
     rows = [{k: c.get(k) for k in ("config", "correct", "error", "speedup", "noise_band", "observed_ms",
                                    "observed_baseline_ms")} for c in g.configs]
     log = getattr(grader.session, "observer_log", "")
     phases = [line for line in log.splitlines() if line.startswith("[harness]")]
-    return {"observer_harness_phases": phases, "score": g.score, "correct": g.correct, "speedup": g.speedup, "wall_s": wall, "phases_s": g.phases_s,
+    return {"tool": grader.observer_tool(), "observer_ahead": getattr(grader.session, "observer_ahead", None),
+            "observer_harness_phases": phases, "score": g.score, "correct": g.correct, "speedup": g.speedup, "wall_s": wall, "phases_s": g.phases_s,
             "checks": g.checks, "stages": [(s.name, s.passed, s.messages) for s in g.stages], "rows": rows}
 
 
@@ -109,7 +113,7 @@ def show(name, r):
     print(f"== {name}: score {r['score']:.1f} correct {r['correct']} speedup {r['speedup']} wall {r['wall_s']:.2f} s "
           f"phases {r['phases_s']}", flush=True)
     print(f"   checks {r['checks']}", flush=True)
-    print(f"   observed run: {r.get('observer_harness_phases')}", flush=True)
+    print(f"   observed run: {r.get('observer_harness_phases')}; run ahead: {r.get('observer_ahead')}", flush=True)
     for stage in r["stages"]:
         print(f"   {stage[0]} {stage[1]}: {'; '.join(map(str, stage[2]))[:900]}", flush=True)
     for row in r["rows"]:
@@ -122,17 +126,20 @@ def main():
     ap.add_argument("--reports", default=None, help="copy the profiler's CSV reports here")
     ap.add_argument("--n", type=int, default=3, help="gradings per latency mode")
     ap.add_argument("--only", default="", help="comma-separated prefixes of the runs to make (default: all)")
+    ap.add_argument("--tool", default="auto", choices=("auto", "tracer", "ncu"), help="GraderConfig.observer_tool")
+    ap.add_argument("--sandbox", default="bwrap", help="GraderConfig.sandbox (bwrap, or none for a diagnosis)")
     args = ap.parse_args()
     hw = detect_profile()
     if hw.interpreter:
         sys.exit("needs an NVIDIA GPU with Nsight Compute")
     if args.reports:
         Path(args.reports).mkdir(parents=True, exist_ok=True)
-    out = {"machine": hw.name, "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}
+    out = {"machine": hw.name, "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "tool": args.tool}
     rms = get_task("triton-rmsnorm")
     baseline = (rms.root / "kernel.py").read_text()
-    on, off = GraderConfig(), GraderConfig(observer="off")
-    unchecked = GraderConfig(static_check=False)
+    on = GraderConfig(observer_tool=args.tool, sandbox=args.sandbox)
+    off = GraderConfig(observer="off", sandbox=args.sandbox)
+    unchecked = GraderConfig(static_check=False, observer_tool=args.tool, sandbox=args.sandbox)
 
     def run(name, *a, **k):
         if args.only and not any(name.startswith(o) for o in args.only.split(",")):

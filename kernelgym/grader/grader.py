@@ -33,6 +33,7 @@ from typing import Any
 from kernelgym.backends import get_backend
 from kernelgym.errors import TaskSpecError
 from kernelgym.grader import build as builds
+from kernelgym.grader import tracer
 from kernelgym.grader.files import (MAX_EDITABLE_BYTES, copy_candidate, copy_editable, copy_public, copy_regular_files,
                                     write_new)
 from kernelgym.grader.provenance import check_cpp_source, check_source
@@ -78,6 +79,8 @@ KERNEL_ARTIFACTS = (".cubin", ".hsaco", ".ptx", ".amdgcn", ".json", ".ttir", ".t
 #: Observed runs of pristine baselines, by (task folder, hardware id, configs, sandbox): made once per process.
 _BASELINE_OBSERVATIONS: dict[tuple, Observation] = {}
 _BASELINE_LOCK = threading.Lock()
+#: The Triton cache of each baseline's observed run (its host launchers, built by task code only), by the same key.
+_BASELINE_LAUNCHERS: dict[tuple, Path] = {}
 
 
 @dataclass
@@ -130,10 +133,14 @@ class GraderConfig:
     """Compare the candidate's outputs with the references as the harness writes them, while it still runs (the
     verdicts are the same: every file is checked again once no candidate code runs; tests/test_fast_path.py)."""
     observer: str = "auto"
-    """The outside observer (observer.py): the check runs once more under Nsight Compute, which lists every kernel of
-    each checked call; a kernel that is not the candidate's own fails that config, and a speedup the kernels' device
-    times do not support earns nothing. 'auto': on NVIDIA GPUs where ``ncu`` is found (the grade says when it was
-    not); 'required': a grading it cannot observe fails; 'off'."""
+    """The outside observer (observer.py): the check runs once more under a kernel tracer or profiler that lists every
+    kernel of each checked call; a kernel that is not the candidate's own fails that config, and a speedup the
+    kernels' device times do not support earns nothing. 'auto': on NVIDIA GPUs where a tool is found (the grade says
+    when none was); 'required': a grading it cannot observe fails; 'off'."""
+    observer_tool: str = "auto"
+    """What observes: 'tracer' (the CUPTI kernel tracer, tracer.py: a few microseconds per kernel; needs a C++
+    compiler and CUPTI), 'ncu' (Nsight Compute: profiles one kernel at a time, about 70-100 ms each on the H200), or
+    'auto' (the tracer where it builds, else ncu)."""
     observe_fraction: float = 1.0
     """Fraction of gradings observed, drawn at random per grading (below 1 for RL throughput: the observed run costs
     a fresh process); each grade's ``checks`` says whether its grading was observed."""
@@ -249,6 +256,8 @@ class Grader:
         self._ahead_token: object | None = None
         self._observed_outputs: Path | None = None
         self._observe_drawn: dict[Path, bool] = {}
+        self._tool: str | None = None  # observer_tool(): 'tracer', 'ncu', or why neither runs
+        self._tracer_library: Path | None = None
 
     @property
     def timeout_s(self) -> float:
@@ -416,9 +425,33 @@ class Grader:
             return f"not implemented for {self.hardware.vendor} GPUs (rocprofv3 would serve; never run here)"
         if not gpu_devices():
             return "no GPU device nodes (/dev/nvidia*) on this machine"
-        if find_ncu() is None:
-            return "Nsight Compute (ncu) not found on PATH or in /usr/local/cuda/bin"
-        return None
+        tool = self.observer_tool()
+        return tool if tool not in ("tracer", "ncu") else None
+
+    def observer_tool(self) -> str:
+        """'tracer' or 'ncu', as `GraderConfig.observer_tool` asks and the machine allows; else why neither can run
+        (the kernel tracer is built here on first use, about 0.5 s, then cached)."""
+        if self._tool is None:
+            wanted, why = self.config.observer_tool, []
+            if wanted not in ("auto", "tracer", "ncu"):
+                raise ValueError(f"observer_tool {wanted!r}: expected 'auto', 'tracer' or 'ncu'")
+            if wanted in ("auto", "tracer"):
+                try:
+                    self._tracer_library = tracer.build()
+                    self._tool = "tracer"
+                except ObserverError as e:
+                    why.append(f"kernel tracer: {e}")
+            if self._tool is None and wanted in ("auto", "ncu"):
+                if find_ncu() is not None:
+                    self._tool = "ncu"
+                else:
+                    why.append("Nsight Compute (ncu) not found on PATH or in /usr/local/cuda/bin")
+            if self._tool is None:
+                self._tool = "; ".join(why)
+        return self._tool
+
+    def _observer_name(self) -> str:
+        return "the CUPTI kernel tracer" if self._tool == "tracer" else "Nsight Compute"
 
     def _checks_planned(self, provenance: list[str]) -> dict[str, str]:
         """The grade's ``checks`` before the gates run: what will run (``pending``) and why the rest will not."""
@@ -582,11 +615,11 @@ class Grader:
         if failed:
             checks["observer"], checks["speedup_cross_check"] = "failed", "not run: the observer failed the kernel"
             correct.passed = False
-            correct.messages += ["outside observer (Nsight Compute): every kernel of each checked call must be the "
+            correct.messages += [f"outside observer ({self._observer_name()}): every kernel of each checked call must be the "
                                  "candidate's own (or a fill or copy):", *failed[:10]]
             return None
         checks["observer"] = "passed"
-        correct.messages.append(f"outside observer (Nsight Compute): only the candidate's own kernels "
+        correct.messages.append(f"outside observer ({self._observer_name()}): only the candidate's own kernels "
                                 f"({', '.join(sorted(own)) or 'none found'}) and allowed fills/copies ran")
         if not speedups:
             checks["speedup_cross_check"] = "not run: no speedup measured"
@@ -625,14 +658,17 @@ class Grader:
             return _BASELINE_OBSERVATIONS[key]
 
     def _baseline_key(self) -> tuple:
-        return str(self.task.root), self.hardware.id, json.dumps(self.configs, sort_keys=True), self.config.sandbox
+        return (str(self.task.root), self.hardware.id, json.dumps(self.configs, sort_keys=True), self.config.sandbox,
+                self.observer_tool())
 
     def _run_baseline_observation(self) -> Observation:
         build = self._baseline_built() if self.backend.BUILDS else None
         results = self._observer_dir()
         sandbox, argv = self._observer_command(self.baseline_dir, build, 0, results)
         run = sandbox.run(argv, limits=Limits(timeout_s=self.timeout_s, max_output_bytes=8000))
-        return self._read_observation(results, run.timed_out, run.returncode, run.output)
+        observation = self._read_observation(results, run.timed_out, run.returncode, run.output)
+        _BASELINE_LAUNCHERS[self._baseline_key()] = results / TRITON_CACHE
+        return observation
 
     def _observer_dir(self) -> Path:
         """A new owner-only directory beside the grading directories: an observed run's only writable one."""
@@ -652,14 +688,21 @@ class Grader:
                           results: Path) -> tuple[BubblewrapSandbox | UnsandboxedRunner, list[str]]:
         """The sandbox and command line of an observed run of the code in `directory` (its build in `build`; both
         bound read-only) whose only writable directory is `results`: the harness's check under the profiler."""
+        tool = self.observer_tool()
         req = dataclasses.replace(self._request(directory, seed, timed=False), mode="check", observe=True,
-                                  results_directory=str(results), build_directory=str(build) if build else None)
+                                  observer_tool=tool, results_directory=str(results),
+                                  build_directory=str(build) if build else None)
         write_new(results / REQUEST, json.dumps(req.to_json()).encode())
         readonly = [*HARNESS_FILES, *self._readonly(), directory,
                     *([build] if build and not build.is_relative_to(directory) else [])]
-        sandbox = make_sandbox(self.config.sandbox, results, readonly=readonly, gpu=True,
-                               env=self._harness_env(results))
-        argv = [*ncu_argv(find_ncu(), str(results / "ncu.csv")), PYTHON, str(HARNESS), str(results / REQUEST)]
+        env = self._harness_env(results)
+        if tool == "tracer":
+            readonly.append(self._tracer_library)
+            env.update(tracer.env(self._tracer_library, results))
+            argv = [PYTHON, str(HARNESS), str(results / REQUEST)]
+        else:
+            argv = [*ncu_argv(find_ncu(), str(results / "ncu.csv")), PYTHON, str(HARNESS), str(results / REQUEST)]
+        sandbox = make_sandbox(self.config.sandbox, results, readonly=readonly, gpu=True, env=env)
         return sandbox, argv
 
     def _start_observed_run(self, gdir: Path, seed: int) -> "_ObservedRun":
@@ -687,14 +730,23 @@ class Grader:
             self._observer_thread.join()  # the observed run started ahead may still be starting
         with self._ahead_lock:
             self._ahead_token, ahead, self._observing = None, self._observing, None
+        session.observer_ahead = "none started" if ahead is None else "used"
         if ahead is not None and (ahead.gdir != session.gdir or ahead.proc.poll() is not None):
+            code = ahead.proc.poll()
             kill_group(ahead.proc)  # prepared for another grading, or died before go: no candidate code ran in it
+            session.observer_ahead = ("prepared for another grading" if code is None else
+                                      f"exited with code {code} before go: {''.join(ahead.output)[-1500:]}")
             ahead = None
         source, results = (ahead.source, ahead.results) if ahead else (self._observer_source(), self._observer_dir())
         for rel, text in sources.items():
             write_new(source / rel, text.encode())
         # What the checked run compiled (its process is gone): the observed run need not compile it again.
         copy_regular_files(session.gdir / TRITON_CACHE, results / TRITON_CACHE, MAX_CACHE_BYTES, KERNEL_ARTIFACTS)
+        # Triton's host launchers (shared libraries, about 0.1-1 s of gcc each) as the baseline's observed run built
+        # them: only task code ran there, and a candidate whose kernels share the baseline's signatures reuses them.
+        launchers = _BASELINE_LAUNCHERS.get(self._baseline_key())
+        if launchers is not None:
+            copy_regular_files(launchers, results / TRITON_CACHE, MAX_CACHE_BYTES, (".so",))
         build = getattr(session, "trusted_build", None)
         if build is not None:
             builds.copy_build(build, source / BUILD_DIR)
@@ -704,7 +756,7 @@ class Grader:
             run = sandbox.run(argv, limits=Limits(timeout_s=self.timeout_s, max_output_bytes=8000))
             timed_out, code, output = run.timed_out, run.returncode, run.output
         else:
-            timed_out = False
+            timed_out, went = False, time.monotonic()
             try:
                 ahead.proc.stdin.write("go\n")
                 ahead.proc.stdin.close()
@@ -716,6 +768,7 @@ class Grader:
             finally:
                 kill_group(ahead.proc)
             code, output = ahead.proc.returncode, "".join(ahead.output)
+            session.observer_ahead = f"used: go to exit {time.monotonic() - went:.2f} s"
         self._observed_outputs = results / (OBSERVED_PREFIX + OUTPUTS)
         session.observer_log = output[-4000:]  # the observed run's harness log (phases), for diagnosis
         return self._read_observation(results, timed_out, code, output)
@@ -731,7 +784,10 @@ class Grader:
         try:
             check = parse_check_result(load_json_untrusted(results / (OBSERVED_PREFIX + CHECK_RESULT)),
                                        len(self.configs))
-            report = read_untrusted(results / "ncu.csv", 64 << 20).decode(errors="replace")
+            if self._tool == "tracer":
+                kernels = tracer.parse_trace(results, lambda path: read_untrusted(path, 64 << 20))
+            else:
+                kernels = parse_report(read_untrusted(results / "ncu.csv", 64 << 20).decode(errors="replace"))
         except UntrustedFileError as e:
             raise ObserverError(f"the observed run left no result ({e}); exit code {code}:\n"
                                 f"{output[-1500:]}") from None
@@ -740,7 +796,7 @@ class Grader:
         if not check.ok or len(check.configs) != len(self.configs) or not all(c.ok for c in check.configs):
             errors = [c.error for c in check.configs if not c.ok] or [check.error]
             raise ObserverError(f"the check failed in the observed run: {str(errors[0])[-1500:]}")
-        return split(parse_report(report), len(self.configs))
+        return split(kernels, len(self.configs), flushed=self._tool == "tracer")
 
     # -- running the candidate -------------------------------------------------------------------------------------
     def _run_candidate(self, session: GradingSession, problems: list[str]) -> tuple[CheckResult, TimeResult | None]:

@@ -179,6 +179,7 @@ def check(req, fn, inputs, backend, warmup_inputs=()):
         configs.append(entry)
     if req.observe:
         _marker()
+        _flush_trace()
     _save(outputs, req.outputs_path)
     return {"stage": "check", "ok": True, "error": None, "configs": configs}
 
@@ -198,12 +199,28 @@ def _warm_up_all(fn, inputs):
     _marker()
 
 
-def _marker():
+_observed = {"flush": None, "trace": None}
+"""An observed run under the kernel tracer (`Request.observer_tool` ``tracer``): the buffer read to flush the caches
+before each marker but the first, and the tracer's flush function."""
+
+
+def _marker(first=False):
     """Launch the observed run's marker kernel (`protocol.MARKER_KERNEL`) after everything queued before it: the
-    observer splits the list of kernels it saw at these launches."""
+    observer splits the list of kernels it saw at these launches. Under the kernel tracer, every marker but the
+    `first` follows a read of the flush buffer (one reduction kernel, which the parent drops from the list), so each
+    checked call starts with caches as cold as Nsight Compute's cache control leaves them."""
     _synchronize()
+    if not first and _observed["flush"] is not None:
+        _sum(_observed["flush"])
+        _synchronize()
     _sleep(1)
     _synchronize()
+
+
+def _flush_trace():
+    """Under the kernel tracer: write its pending records and the trace's end line now (after the last marker)."""
+    if _observed["trace"] is not None:
+        _observed["trace"]()
 
 
 def _persisting_l2_reset():
@@ -449,12 +466,30 @@ def prepare(req):
     if req.device != "cpu":
         if req.observe:  # the profiler's first kernel costs about 0.6 s: paid here, before an observed run's "go"
             _fill(torch.empty(1, device=req.device), 0.0)
+        if req.observe and req.observer_tool == "tracer":
+            _observed["flush"] = torch.ones(max(req.flush_bytes, 4) // 4, dtype=torch.float32, device=req.device)
+            _observed["trace"] = _tracer_flush_function()
         _synchronize()
     state = Prepared(backend, builder, check_inputs, warmup_inputs=warmup_inputs)
     if req.mode in ("grade", "time") and req.baseline_directory:
         base_fn = load_entry(req, backend, req.baseline_directory, "kernelgym_baseline", req.baseline_build_directory)
         prepare_baseline(req, state, base_fn)
     return state
+
+
+def _tracer_flush_function():
+    """The kernel tracer's ``kernelgym_trace_flush`` (tracer.py), bound before any candidate code runs; None where
+    the tracer is not loaded (the parent then finds no trace and fails the observation)."""
+    library = os.environ.get("CUDA_INJECTION64_PATH")
+    if not library:
+        return None
+    import ctypes
+    try:
+        flush = ctypes.CDLL(library).kernelgym_trace_flush
+    except (OSError, AttributeError):
+        return None
+    flush.restype = ctypes.c_ulonglong
+    return flush
 
 
 def _build_inputs(builder, req, configs, seed_of):
@@ -587,7 +622,7 @@ def finish(req, state):
     ``grade`` (check, then timing when a baseline is given), ``time`` (timing only)."""
     t = time.monotonic()
     if req.observe:
-        _marker()  # every kernel after this one ran with the candidate's code loaded
+        _marker(first=True)  # every kernel after this one ran with the candidate's code loaded
     try:
         sys.path.insert(0, req.directory)  # the candidate may import its own helper files
         fn = load_entry(req, state.backend, req.directory, "kernelgym_candidate", req.build_directory)

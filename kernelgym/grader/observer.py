@@ -41,6 +41,9 @@ ALLOWED_KERNELS = ("FillFunctor", "direct_copy_kernel_cuda")
 LIBRARY_NAME = re.compile(r"^(sm\d+_|cutlass|nvjet|ampere_|volta_|turing_|hopper_|blackwell_|cublas|cudnn|xmma)",
                           re.IGNORECASE)
 """Names vendor libraries give their kernels: a candidate kernel named so is not counted as its own."""
+FLUSH_KERNEL = "reduce_kernel"
+"""Name (a substring) of the kernel of the harness's cache flush under the kernel tracer (a ``sum`` of the flush
+buffer: PyTorch's reduction kernel)."""
 NOISE = 0.02
 """A speedup up to 1 + NOISE is not cross-checked (self-grading noise on the H200: p95 0.76%)."""
 _UNITS_NS = {"nsecond": 1.0, "ns": 1.0, "usecond": 1e3, "us": 1e3, "msecond": 1e6, "ms": 1e6, "second": 1e9, "s": 1e9}
@@ -123,18 +126,25 @@ def parse_report(text: str) -> list[Kernel]:
     return [kernels[i] for i in range(len(kernels))]
 
 
-def split(kernels: list[Kernel], n_configs: int) -> Observation:
+def split(kernels: list[Kernel], n_configs: int, flushed: bool = False) -> Observation:
     """Cut the observed run's kernels at the marker kernels: before the first, the harness's own preparation (inputs;
-    not the candidate's); then the import and the warm-up calls; then each checked call; then the rest.
+    not the candidate's); then the import and the warm-up calls; then each checked call; then the rest. With
+    `flushed` (the kernel tracer's runs), the last kernel before every marker but the first is the harness's cache
+    flush (`FLUSH_KERNEL`, launched after a synchronize, so nothing of the candidate's follows it): it is dropped.
 
     Raises:
-        ObserverError: not exactly ``n_configs + 2`` markers (the run did not finish, or markers were forged).
+        ObserverError: not exactly ``n_configs + 2`` markers (the run did not finish, or markers were forged); with
+            `flushed`, a part that does not end with the harness's flush.
     """
     marks = [i for i, k in enumerate(kernels) if MARKER_KERNEL in k.name]
     if len(marks) != n_configs + 2:
         raise ObserverError(f"the observed run launched {len(marks)} marker kernels where {n_configs + 2} were "
                             f"expected: it did not finish, or the candidate launched the marker kernel itself")
     parts = [kernels[a + 1:b] for a, b in zip(marks, marks[1:])]
+    if flushed:
+        if not all(part and FLUSH_KERNEL in part[-1].name for part in parts):
+            raise ObserverError("a part of the observed run does not end with the harness's cache flush")
+        parts = [part[:-1] for part in parts]
     return Observation(before=parts[0], checked=parts[1:], after=kernels[marks[-1] + 1:])
 
 

@@ -127,6 +127,10 @@ class Request:
     calls, a marker kernel (`MARKER_KERNEL`) before the candidate's import, after the warm-up calls, between two
     checked calls and after the last (``configs + 2`` in all), and result files named with `OBSERVED_PREFIX` in
     `results_directory`."""
+    observer_tool: str = "ncu"
+    """What observes an observed run: ``ncu`` (Nsight Compute; it flushes the caches before each kernel itself) or
+    ``tracer`` (the CUPTI kernel tracer, tracer.py: the harness reads the flush buffer before every marker but the
+    first, and flushes the trace after the last)."""
     results_directory: str | None = None
     """Where the result files go (default: `directory`)."""
 
@@ -172,7 +176,8 @@ class Request:
                  "baseline_directory": (str, type(None)), "build_directory": (str, type(None)),
                  "baseline_build_directory": (str, type(None)), "warmup": int,
                  "reps": int, "rounds": int, "input_sets": int, "flush_bytes": int, "tolerances": list,
-                 "require_own_launch": bool, "observe": bool, "results_directory": (str, type(None))}
+                 "require_own_launch": bool, "observe": bool, "observer_tool": str,
+                 "results_directory": (str, type(None))}
         for name, f in fields.items():
             if name not in obj:
                 if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
@@ -182,6 +187,8 @@ class Request:
                 raise ProtocolError(f"request: field {name!r} has type {type(obj[name]).__name__}")
         if obj["mode"] not in ("grade", "check", "compile", "time"):
             raise ProtocolError(f"request: mode {obj['mode']!r} is not grade, check, compile or time")
+        if obj.get("observer_tool", "ncu") not in ("ncu", "tracer"):
+            raise ProtocolError(f"request: observer_tool {obj['observer_tool']!r} is not ncu or tracer")
         if obj.get("observe") and obj["mode"] != "check":
             raise ProtocolError("request: an observed run is mode 'check'")
         slots = []

@@ -1,0 +1,116 @@
+"""The observer's kernel tracer (kernelgym/grader/tracer.py): its build, reading its traces (real ones, recorded on the
+H200 on 2026-12-01, in tests/data/tracer/), cutting them at the markers with the harness's cache flushes dropped, and
+which tool a grader picks. No GPU here: the tracer's run under CUDA is benchmarks/tracer_smoke.py."""
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from kernelgym.backends import triton
+from kernelgym.discovery import get_task
+from kernelgym.grader import Grader, GraderConfig, tracer
+from kernelgym.grader.observer import FLUSH_KERNEL, ObserverError, foreign_kernels, split
+from kernelgym.hardware import detect_profile
+
+DATA = Path(__file__).resolve().parent / "data" / "tracer"
+N = 5
+
+
+def trace_dir(tmp_path, *texts):
+    for i, text in enumerate(texts):
+        (tmp_path / f"{tracer.TRACE_PREFIX}.{i + 2}").write_text(text)
+    return tmp_path
+
+
+def recorded(tmp_path, name):
+    shutil.copy(DATA / name, tmp_path / f"{tracer.TRACE_PREFIX}.2")
+    return tracer.parse_trace(tmp_path, Path.read_bytes)
+
+
+def test_a_real_trace_parses_and_cuts_at_the_markers_without_the_harness_flushes(tmp_path):
+    kernels = recorded(tmp_path, "rmsnorm_fast.trace")
+    assert len(kernels) == 25
+    obs = split(kernels, N, flushed=True)
+    assert [[k.name for k in c] for c in obs.checked] == [["rmsnorm_kernel"]] * N
+    assert [k.name for k in obs.before] == ["rmsnorm_kernel"] * N  # the warm-up calls; their flush is dropped
+    assert all(FLUSH_KERNEL not in k.name for part in obs.checked for k in part)
+    assert all(0.001 < obs.checked_ms(i) < 1.0 for i in range(N))  # ns in the trace, ms here
+    assert obs.checked_ms(4) > obs.checked_ms(0)
+    rms = get_task("triton-rmsnorm")
+    own = triton.own_kernel_names({"kernel.py": (rms.root / "kernel.py").read_text()})
+    assert foreign_kernels(obs, own, bare=True) == [[]] * N
+
+
+def test_without_flush_dropping_the_harness_flush_would_be_foreign(tmp_path):
+    obs = split(recorded(tmp_path, "rmsnorm_fast.trace"), N)
+    assert all(foreign_kernels(obs, {"rmsnorm_kernel"}, bare=True))  # the reduce_kernel of each flush
+
+
+def test_a_part_without_the_harness_flush_is_refused(tmp_path):
+    kernels = recorded(tmp_path, "rmsnorm_fast.trace")
+    flush_positions = [i for i, k in enumerate(kernels) if FLUSH_KERNEL in k.name]
+    del kernels[flush_positions[2]]
+    with pytest.raises(ObserverError, match="cache flush"):
+        split(kernels, N, flushed=True)
+
+
+def test_kernels_are_ordered_by_their_device_start(tmp_path):
+    text = "kernelgym-trace 1 2\n300\t310\t3\tc\n100\t120\t1\ta\n200\t205\t2\tb\nend 3 0\n"
+    kernels = tracer.parse_trace(trace_dir(tmp_path, text), Path.read_bytes)
+    assert [(k.name, k.duration_ns) for k in kernels] == [("a", 20.0), ("b", 5.0), ("c", 10.0)]
+
+
+@pytest.mark.parametrize("text, why", [
+    ("kernelgym-trace 1 2\n100\t120\t1\ta\n", "incomplete"),
+    ("kernelgym-trace 1 2\nerror: CUPTI could not be enabled\n", "CUPTI could not be enabled"),
+    ("kernelgym-trace 1 2\n100\t120\t1\ta\nend 1 4\n", "dropped 4"),
+    ("kernelgym-trace 1 2\n100\t120\t1\ta\nend 2 0\n", "says 2"),
+    ("kernelgym-trace 1 2\n100\t90\t1\ta\nend 1 0\n", "ends before it starts"),
+    ("kernelgym-trace 1 2\nnot a record\nend 1 0\n", "unreadable trace line"),
+    ("some other file\nend 0 0\n", "no header"),
+])
+def test_a_damaged_trace_is_refused(tmp_path, text, why):
+    with pytest.raises(ObserverError, match=why):
+        tracer.parse_trace(trace_dir(tmp_path, text), Path.read_bytes)
+
+
+def test_kernels_in_a_second_process_or_no_trace_at_all_are_refused(tmp_path):
+    good = "kernelgym-trace 1 2\n100\t120\t1\ta\nend 1 0\n"
+    with pytest.raises(ObserverError, match="2 processes"):
+        tracer.parse_trace(trace_dir(tmp_path, good, good), Path.read_bytes)
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    with pytest.raises(ObserverError, match="no trace"):
+        tracer.parse_trace(empty, Path.read_bytes)
+
+
+@pytest.mark.skipif(tracer.unavailable() is not None, reason=str(tracer.unavailable()))
+def test_the_tracer_builds_once_and_exports_its_entry_points(tmp_path, monkeypatch):
+    monkeypatch.setenv("KERNELGYM_CACHE_DIR", str(tmp_path))
+    library = tracer.build()
+    assert library.is_relative_to(tmp_path) and tracer.build() == library  # cached by source and toolchain
+    symbols = subprocess.run(["nm", "-D", "--defined-only", str(library)], capture_output=True, text=True).stdout
+    assert "InitializeInjection" in symbols and "kernelgym_trace_flush" in symbols
+
+
+def test_a_broken_toolchain_is_an_observer_error(tmp_path, monkeypatch):
+    monkeypatch.setenv("KERNELGYM_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(tracer, "find_cupti", lambda: None)
+    with pytest.raises(ObserverError, match="CUPTI"):
+        tracer.build()
+
+
+def test_the_grader_falls_back_to_ncu_and_says_why_neither_runs(tmp_path, monkeypatch):
+    from kernelgym.grader import grader as grader_module
+    monkeypatch.setattr(tracer, "build", lambda: (_ for _ in ()).throw(ObserverError("no CUPTI here")))
+    g = Grader(get_task("triton-rmsnorm"), detect_profile(), tmp_path / "g", GraderConfig(sandbox="none"))
+    monkeypatch.setattr(grader_module, "find_ncu", lambda: "/usr/bin/ncu")
+    assert g.observer_tool() == "ncu"
+    g = Grader(get_task("triton-rmsnorm"), detect_profile(), tmp_path / "h", GraderConfig(sandbox="none"))
+    monkeypatch.setattr(grader_module, "find_ncu", lambda: None)
+    assert "no CUPTI here" in g.observer_tool() and "ncu" in g.observer_tool()
+    g = Grader(get_task("triton-rmsnorm"), detect_profile(), tmp_path / "i",
+               GraderConfig(sandbox="none", observer_tool="tracer"))
+    monkeypatch.setattr(grader_module, "find_ncu", lambda: "/usr/bin/ncu")
+    assert "no CUPTI here" in g.observer_tool()  # asked for the tracer alone: no fallback
