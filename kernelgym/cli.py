@@ -270,6 +270,12 @@ def cmd_validate(args: argparse.Namespace) -> int:
         tasks, problems = discover_tasks_report(task_search_path(args.tasks_dir))
         key = parse_task_name(args.task)[0]
         folders = [t.root for t in tasks.values() if t.name == key] + [p.path.parent for p in problems if p.name == key]
+        if not folders:  # a reference-format folder (config.yaml), broken ones included
+            from kernelgym.reference_tasks import discover_reference_tasks
+            from kernelgym.reference_tasks.spec import reference_search_path
+            ref_tasks, ref_problems = discover_reference_tasks(reference_search_path(args.tasks_dir))
+            folders = [t.root for t in ref_tasks.values() if t.name == key] + \
+                [p.path.parent for p in ref_problems if p.name == key]
         if not folders:
             raise KernelGymError(f"{args.task!r} is neither a directory nor a task name on the search path; "
                                  f"`kernelgym list` shows the tasks")

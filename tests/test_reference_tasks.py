@@ -72,11 +72,21 @@ def test_unsupported_task_is_a_clear_error_from_make(registered, tmp_path):
         gym.make("KernelArena/triton2triton-amd_fp8_fnuz-v0", run_dir=tmp_path)
 
 
-def test_list_shows_reference_tasks_with_reasons(capsys):
+def test_list_shows_reference_tasks_with_reasons(monkeypatch):
+    import io
+
+    from rich.console import Console
+
+    from kernelgym import cli
+    buf = io.StringIO()
+    monkeypatch.setattr(cli, "console", Console(file=buf, width=1000))  # wide: no cell wraps
     assert cli_main(["list", "--tasks-dir", str(DATA)]) == 0
-    out = " ".join(capsys.readouterr().out.split())  # table cells wrap
-    assert "Reference-format tasks" in out and "triton2triton-vllm_silu_and_mul-v0" in out
-    assert "needs MI300X matrix cores" in out.replace("│", "").replace("  ", " ") or "needs MI300X" in out
+    rows = {line.split("│")[1].strip(): line for line in buf.getvalue().splitlines() if "KernelArena/triton2triton" in line}
+    skip = rows["KernelArena/triton2triton-amd_only_skip-v0"]
+    assert "platform_support.status is skip: needs MI300X matrix cores (test fixture)" in skip
+    assert "cpu-interpreter, h100, h200, mi300x, mi355x:" in skip
+    assert "h100, h200: needs AMD hardware" in rows["KernelArena/triton2triton-amd_fp8_fnuz-v0"]
+    assert "cpu-interpreter, h100, h200, mi300x, mi355x" in rows["KernelArena/triton2triton-vllm_silu_and_mul-v0"]
 
 
 # -- the helper block ------------------------------------------------------------------------------------------------
@@ -101,6 +111,69 @@ def test_cpu_helpers_say_not_timed_and_still_run_the_function():
     assert calls == [1]
     times = namespace["_measure_cuda_event_fallback"](lambda: calls.append(2), 5)
     assert len(times) == 5 and all(math.isnan(t) for t in times) and calls == [1, 2]
+
+
+def _fake_torch(elapsed_ms: list, capture_error: str | None = None):
+    """A stand-in `torch` module with just the CUDA calls the helpers make; each Event.elapsed_time takes the next
+    value of `elapsed_ms`; graph capture raises `capture_error` where given."""
+    import contextlib
+    import types
+
+    class Event:
+        def __init__(self, enable_timing=False):
+            pass
+
+        def record(self):
+            pass
+
+        def elapsed_time(self, end):
+            return elapsed_ms.pop(0)
+
+    class Stream:
+        def wait_stream(self, other):
+            pass
+
+    class Graph:
+        def replay(self):
+            pass
+
+    @contextlib.contextmanager
+    def graph(g):
+        if capture_error:
+            raise RuntimeError(capture_error)
+        yield
+
+    cuda = types.SimpleNamespace(
+        is_available=lambda: True, Event=Event, Stream=Stream, current_stream=Stream, synchronize=lambda: None,
+        stream=lambda s: contextlib.nullcontext(), CUDAGraph=Graph, graph=graph, current_device=lambda: 0,
+        get_device_properties=lambda i: types.SimpleNamespace(L2_cache_size=1024))
+    flushes = []
+    fake = types.SimpleNamespace(cuda=cuda, int32="int32",
+                                 empty=lambda *a, **k: types.SimpleNamespace(zero_=lambda: flushes.append(1)))
+    return fake, flushes
+
+
+def test_gpu_helpers_replay_a_graph_of_enough_calls(monkeypatch):
+    # One call estimated at 0.1 ms: a graph of 10 calls lasts the 1 ms target; each replay reads 2 ms.
+    fake, _ = _fake_torch([0.1] + [2.0] * 8)
+    monkeypatch.setitem(__import__("sys").modules, "torch", fake)
+    namespace, calls = {}, []
+    exec(compile(helpers_source(), "helpers", "exec"), namespace)
+    ms, meta = namespace["_benchmark_cuda_graph_or_events"](lambda: calls.append(1), warmup=3, repetition=8)
+    assert ms == pytest.approx(0.2) and meta["benchmark_method"] == "cuda_graph"
+    assert meta["benchmark_effective_repeats"] == 10 and len(calls) == 3 + 1 + 10  # warm-up, estimate, capture
+
+
+def test_gpu_helpers_fall_back_to_events_where_capture_fails(monkeypatch):
+    # Per-call samples 1, 2, ..., 8 ms: the interquartile mean keeps 3..6.
+    fake, flushes = _fake_torch([0.5] + [float(i) for i in range(1, 9)], capture_error="operation not permitted")
+    monkeypatch.setitem(__import__("sys").modules, "torch", fake)
+    namespace = {}
+    exec(compile(helpers_source(), "helpers", "exec"), namespace)
+    ms, meta = namespace["_benchmark_cuda_graph_or_events"](lambda: None, warmup=2, repetition=8)
+    assert meta["benchmark_method"] == "cuda_event_fallback" and "operation not permitted" in meta[
+        "benchmark_fallback_reason"]
+    assert ms == pytest.approx(4.5) and len(flushes) == 8  # the L2 flushed before each timed call
 
 
 # -- grading on the interpreter --------------------------------------------------------------------------------------
@@ -283,6 +356,13 @@ def test_validate_says_a_skip_task_is_not_supported_here():
     checks = {c.name: c for c in validate_task(DATA / "amd_only_skip", hardware="cpu-interpreter")}
     assert checks["hardware"].passed is None and "needs MI300X matrix cores" in checks["hardware"].message
     assert checks["baseline passes its own commands"].passed is None
+
+
+def test_cli_validate_finds_a_reference_task_by_name(capsys):
+    assert cli_main(["validate", "triton2triton-amd_only_skip", "--tasks-dir", str(DATA),
+                     "--hardware", "cpu-interpreter"]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert "config.yaml loads" in out and "needs MI300X" in out
 
 
 def test_cli_run_grades_a_reference_task_and_logs_the_trajectory(tmp_path, require_bwrap):
