@@ -87,6 +87,7 @@ class KernelArenaEnv(gym.Env):
             raise ValueError(f"max_steps must be >= 1, got {max_steps}")
         self.task = task if isinstance(task, Task) else get_task(task, tasks_dir=tasks_dir)
         self.hardware = hardware if isinstance(hardware, HardwareProfile) else detect_profile(hardware)
+        self.task.require_supported(self.hardware)  # the task's unsupported_hardware: refused now, with the reason
         self.run_dir = Path(run_dir if run_dir is not None else DEFAULT_RUN_DIR).resolve()
         self.run_dir.mkdir(parents=True, exist_ok=True)
         self.sandbox_kind = sandbox

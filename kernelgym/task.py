@@ -106,6 +106,10 @@ class TaskSpec(BaseModel):
     """Per output dtype (``float16``, ...): the elementwise tolerance of outputs compared under one."""
     roofline: Roofline | None = None
     version: int = Field(default=0, ge=0)
+    unsupported_hardware: dict[str, str] = Field(default_factory=dict)
+    """Hardware that cannot grade this task although its language runs there: a hardware profile id, vendor
+    (``cpu`` for the interpreter) or arch, mapped to the reason (e.g. the interpreter rounds to fp8 wrongly).
+    Validate, the env and the test suite skip the task there, giving the reason."""
 
     @field_validator("editable_files")
     @classmethod
@@ -176,6 +180,20 @@ class Task:
             if p.is_file() and rel.parts[0] not in ("task.yaml", "private", "__pycache__"):
                 out.append(rel)
         return out
+
+    def unsupported_reason(self, hardware: Any) -> str | None:
+        """Why `hardware` (a `HardwareProfile`) cannot grade this task, from `unsupported_hardware` (matched on the
+        profile's id, then vendor, then arch); None when it can, as far as the task says."""
+        for key in (hardware.id, hardware.vendor, hardware.arch):
+            if key in self.spec.unsupported_hardware:
+                return f"{self.name} is not graded on {hardware.id} ({key}): {self.spec.unsupported_hardware[key]}"
+        return None
+
+    def require_supported(self, hardware: Any) -> None:
+        """Raise `TaskSpecError` with the reason when the task declares `hardware` unsupported."""
+        reason = self.unsupported_reason(hardware)
+        if reason:
+            raise TaskSpecError(f"{reason}. Pick another task or hardware profile.")
 
     def configs_for(self, interpreter: bool) -> list[dict[str, Any]]:
         """The seen configs graded on this hardware (tiny ones on the CPU interpreter), with their derived dims."""

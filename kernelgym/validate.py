@@ -4,7 +4,9 @@ Each check is named and returns passed / failed / not run, with a message:
 
 1. ``task.yaml loads``: the spec validates and the files it names exist.
 2. ``name is unique``: no other task on the search path has the same name.
-3. ``hardware``: the hardware profile (detected, or asked for) can grade the task's language.
+3. ``hardware``: the hardware profile (detected, or asked for) can grade the task's language, and the task does not
+   declare it unsupported (``unsupported_hardware``: then this check is not run, with the task's reason, and the
+   baseline is not graded).
 4. ``reference is not trivial``: on every config this hardware grades, the reference runs, gives a finite tensor
    that depends on the inputs, and neither all zeros nor a constant (the reference's mean) passes the task's
    tolerance against it (constant or zero outputs clearing a loose tolerance is a known exploit).
@@ -269,6 +271,13 @@ def validate_task(task_dir: str | Path, hardware: str | HardwareProfile | None =
         say("building the baseline (this takes a minute or two the first time)")
         checks.append(check_baseline_builds(task, sandbox))
         return checks
+    reason = task.unsupported_reason(hw)
+    if reason:  # the task's own declaration: its reference and unseen configs are still checked here
+        checks.append(Check("hardware", None, f"{reason}; the reference and the unseen configs are checked, the "
+                                              f"baseline is not graded"))
+        checks.append(check_reference(task, hw))
+        checks.append(check_unseen(task, hw))
+        return checks + [Check("baseline is correct", None, f"not run: {reason}")]
     checks.append(Check("hardware", True, f"{hw.name}" + (" (correctness only)" if hw.interpreter else "")))
     n = len(task.configs_for(hw.interpreter))
     say(f"running the reference on {n} configs")

@@ -1,7 +1,8 @@
 """The Triton task suite (issue 14) as a whole: which families of the arena's Triton tasks it covers, that every
 baseline is vendor-neutral, that each new task's baseline is correct on the CPU interpreter (graded as a submission,
 sandboxed), that the known-faster kernels under tests/kernels/ are correct there too, and that each task's unseen
-configs for a GPU lie in its space.
+configs for a GPU lie in its space and the reference runs on its unseen configs for the interpreter. A task that
+declares the CPU interpreter unsupported (`unsupported_hardware`) is skipped there with its reason, never passed.
 
 What tests/test_tasks.py already does for every task folder (the reference runs on the configs, trivial outputs
 fail) is not repeated here. Nothing here times anything: speed on a GPU is not checked by this file.
@@ -32,6 +33,8 @@ FAMILIES = {
     "batched matmul": ["triton-bmm"],
     "gemm with fused epilogue": ["triton-linear-bias-gelu"],
     "int8 quantization": ["triton-per-token-quant-int8"],
+    "fp8 quantization": ["triton-per-token-quant-fp8"],
+    "fused norm + quantization": ["triton-rmsnorm-quant-int8"],
     "moe routing": ["triton-topk-softmax", "triton-moe-align-block-size"],
     "paged-attention decode": ["triton-paged-attention-decode"],
     "flash-attention forward": ["triton-flash-attention"],
@@ -40,12 +43,9 @@ FAMILIES = {
     "embedding gather": ["triton-embedding"],
     "sampling": ["triton-argmax-sampling"],
 }
-#: Families of the issue not covered yet, with the reason.
-MISSING = {
-    "fp8 quantization": "drafted in tests/kernels/per-token-quant-fp8/ (not on the task search path): Triton's CPU "
-                        "interpreter rounds to float8_e4m3fn wrongly (pinned below), and a task cannot yet be "
-                        "marked GPU-only",
-}
+#: Tasks the CPU interpreter cannot grade, each declared in its task.yaml (`unsupported_hardware`) with the reason;
+#: the value is a word the reason must name.
+INTERPRETER_UNSUPPORTED = {"triton-per-token-quant-fp8": "float8_e4m3fn"}
 #: Tasks added for issue 14 (rmsnorm and fused-add-rmsnorm have their own tests: test_env.py, test_fused_add_rmsnorm.py).
 NEW_TASKS = sorted(n for names in FAMILIES.values() for n in names
                    if n not in ("triton-rmsnorm", "triton-fused-add-rmsnorm"))
@@ -86,9 +86,8 @@ def test_families_are_covered_by_existing_tasks():
     names = [n for family in FAMILIES.values() for n in family]
     assert len(names) == len(set(names))
     assert [n for n in names if n not in tasks] == []
-    assert not set(FAMILIES) & set(MISSING)
     triton = [n for n, t in tasks.items() if t.spec.language == "triton"]
-    assert len(triton) >= 20 and set(names) <= set(triton)
+    assert len(triton) >= 24 and set(names) <= set(triton)
 
 
 @pytest.mark.parametrize("name", sorted(n for n, t in discover_tasks().items() if t.spec.language == "triton"))
@@ -101,7 +100,7 @@ def test_baseline_is_vendor_neutral(name):
         assert not found, f"{name}/{rel} uses vendor-specific code: {found}"
 
 
-@pytest.mark.parametrize("name", NEW_TASKS)
+@pytest.mark.parametrize("name", sorted(n for n, t in discover_tasks().items() if t.spec.language == "triton"))
 def test_task_declares_what_the_issue_asks(name):
     spec = get_task(name).spec
     assert spec.difficulty in ("easy", "medium", "hard")
@@ -139,9 +138,26 @@ def _grade(task, tmp_path, kernel_source=None):
     return Grader(task, detect_profile(), tmp_path / "grading", config).grade(ws, seed=0)
 
 
+def _cpu():
+    from kernelgym.hardware import detect_profile
+    return detect_profile("cpu-interpreter")
+
+
+def test_unsupported_hardware_is_exactly_the_declared_tasks():
+    declared = {n: t.unsupported_reason(_cpu()) for n, t in discover_tasks().items() if t.unsupported_reason(_cpu())}
+    assert sorted(declared) == sorted(INTERPRETER_UNSUPPORTED)
+    for name, word in INTERPRETER_UNSUPPORTED.items():
+        assert word in declared[name] and "interpreter" in declared[name], declared[name]
+
+
 @pytest.mark.parametrize("name", NEW_TASKS)
 def test_baseline_is_correct_on_the_interpreter(name, tmp_path, require_bwrap):
     task = get_task(name)
+    reason = task.unsupported_reason(_cpu())
+    if name in INTERPRETER_UNSUPPORTED:  # a skip, never a pass: the reason is checked, then reported
+        assert reason and INTERPRETER_UNSUPPORTED[name] in reason
+        pytest.skip(reason)
+    assert reason is None
     g = _grade(task, tmp_path)
     assert g.compiled and g.correct, g.summary()
     assert len(g.configs) == len(task.spec.interpreter_configs)
@@ -205,9 +221,9 @@ _FP8_ROUND = textwrap.dedent("""
 
 
 def test_interpreter_fp8_rounding_is_still_wrong():
-    # The fp8 quantization task stays a draft (tests/kernels/per-token-quant-fp8/) because Triton's CPU interpreter
-    # loses the carry into the exponent when it rounds fp32 to float8_e4m3fn (125.7 -> 64, not 128). When this
-    # fails, Triton has fixed it: move the draft into kernelgym/tasks/triton/.
+    # triton-per-token-quant-fp8 declares the CPU interpreter unsupported because Triton's CPU interpreter loses the
+    # carry into the exponent when it rounds fp32 to float8_e4m3fn (125.7 -> 64, not 128). When this fails, Triton
+    # has fixed it: drop `unsupported_hardware` from that task.yaml.
     import os
     env = dict(os.environ, TRITON_INTERPRET="1")
     out = subprocess.run([sys.executable, "-c", _FP8_ROUND], env=env, capture_output=True, text=True, timeout=120)
@@ -225,3 +241,31 @@ def test_unseen_configs_on_the_interpreter_keep_to_its_dtypes(name):
     assert on_cpu and {c["dtype"] for c in on_cpu} == {"float16"}
     on_gpu = [c for seed in range(3) for c in generate_unseen_configs(task, seed, validate=None)[0]]
     assert "bfloat16" in {c["dtype"] for c in on_gpu}
+
+
+def test_fp8_baseline_fails_on_the_interpreter_as_declared(tmp_path, require_bwrap):
+    # Graded anyway (the grader does not read the declaration): the interpreter's rounding makes the correct
+    # baseline fail, which is why the task declares the CPU unsupported.
+    g = _grade(get_task("triton-per-token-quant-fp8"), tmp_path)
+    assert g.compiled and not g.correct, g.summary()
+
+
+def test_env_and_validate_skip_a_declared_task_with_its_reason(tmp_path):
+    from kernelgym.env import KernelArenaEnv
+    from kernelgym.errors import TaskSpecError
+    from kernelgym.validate import validate_task
+    task = get_task("triton-per-token-quant-fp8")
+    with pytest.raises(TaskSpecError, match=re.escape("is not graded on cpu-interpreter (cpu): Triton 3.7's CPU")):
+        KernelArenaEnv(task, run_dir=tmp_path, hardware="cpu-interpreter")
+    checks = {c.name: c for c in validate_task(task.root, hardware="cpu-interpreter")}
+    assert checks["hardware"].passed is None and "float8_e4m3fn" in checks["hardware"].message
+    assert checks["baseline is correct"].passed is None and "float8_e4m3fn" in checks["baseline is correct"].message
+    assert checks["reference is not trivial"].passed and checks["unseen configs"].passed
+
+
+@pytest.mark.parametrize("name", sorted(n for n, t in discover_tasks().items() if t.spec.language == "triton"))
+def test_reference_runs_on_the_interpreters_unseen_configs(name):
+    # On the CPU, the configs drawn for the interpreter; benchmarks/task_suite.py does the GPU's on a GPU.
+    from kernelgym.validate import check_unseen
+    check = check_unseen(get_task(name), _cpu())
+    assert check.passed, check.message

@@ -1,0 +1,66 @@
+"""RMSNorm fused with dynamic per-token int8 quantization (vLLM's rms_norm_dynamic_per_token_quant), as a Triton
+kernel (baseline).
+
+For each row (token) of x: y = x / sqrt(mean(x^2) + eps) * weight in fp32, then scale = max|y| / 127 and
+q = round(y / scale) clamped to [-127, 127], as int8; returns (q, scale) with scale of shape (tokens, 1) in fp32.
+
+This is the task's honest, unoptimized baseline: one program per row, a fixed block of 1024 columns and three
+passes over the row (sum of squares; absolute maximum of the normalized row; normalize again, quantize and store).
+Edit this file to make it faster; keep `rmsnorm_quant_int8`'s signature and semantics.
+"""
+import torch
+import triton
+import triton.language as tl
+
+BLOCK_SIZE = 1024
+NUM_WARPS = 4
+
+
+@triton.jit
+def rmsnorm_quant_int8_kernel(x_ptr, w_ptr, q_ptr, scale_ptr, n_cols, x_row_stride, q_row_stride, eps,
+                              BLOCK: tl.constexpr):
+    row = tl.program_id(0)
+    x_row = x_ptr + row * x_row_stride
+    q_row = q_ptr + row * q_row_stride
+    # Pass 1: the row's sum of squares.
+    acc = tl.zeros([BLOCK], dtype=tl.float32)
+    for start in range(0, n_cols, BLOCK):
+        cols = start + tl.arange(0, BLOCK)
+        x = tl.load(x_row + cols, mask=cols < n_cols, other=0.0).to(tl.float32)
+        acc += x * x
+    rstd = 1.0 / tl.sqrt(tl.sum(acc, axis=0) / n_cols + eps)
+    # Pass 2: the absolute maximum of the normalized, weighted row.
+    amax = tl.zeros([BLOCK], dtype=tl.float32)
+    for start in range(0, n_cols, BLOCK):
+        cols = start + tl.arange(0, BLOCK)
+        mask = cols < n_cols
+        x = tl.load(x_row + cols, mask=mask, other=0.0).to(tl.float32)
+        w = tl.load(w_ptr + cols, mask=mask, other=0.0).to(tl.float32)
+        amax = tl.maximum(amax, tl.abs(x * rstd * w))
+    row_max = tl.maximum(tl.max(amax, axis=0), 1e-10)
+    tl.store(scale_ptr + row, row_max / 127.0)
+    inv = 127.0 / row_max
+    # Pass 3: normalize again, quantize (round half away from zero), clamp, store.
+    for start in range(0, n_cols, BLOCK):
+        cols = start + tl.arange(0, BLOCK)
+        mask = cols < n_cols
+        x = tl.load(x_row + cols, mask=mask, other=0.0).to(tl.float32)
+        w = tl.load(w_ptr + cols, mask=mask, other=0.0).to(tl.float32)
+        v = x * rstd * w * inv
+        v = tl.where(v >= 0, v + 0.5, v - 0.5)
+        v = tl.minimum(tl.maximum(v, -127.0), 127.0)
+        tl.store(q_row + cols, v.to(tl.int8), mask=mask)
+
+
+def rmsnorm_quant_int8(x: torch.Tensor, weight: torch.Tensor, eps: float = 1e-6) -> tuple[torch.Tensor, torch.Tensor]:
+    """RMSNorm of x (tokens, hidden) with weight (hidden,), quantized per token: returns (q int8 (tokens, hidden),
+    scale fp32 (tokens, 1))."""
+    if x.stride(-1) != 1:
+        x = x.contiguous()
+    weight = weight.contiguous()
+    n_rows, n_cols = x.shape
+    q = torch.empty((n_rows, n_cols), dtype=torch.int8, device=x.device)
+    scale = torch.empty((n_rows, 1), dtype=torch.float32, device=x.device)
+    rmsnorm_quant_int8_kernel[(n_rows,)](x, weight, q, scale, n_cols, x.stride(0), q.stride(0), eps,
+                                         BLOCK=BLOCK_SIZE, num_warps=NUM_WARPS)
+    return q, scale
