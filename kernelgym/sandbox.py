@@ -163,32 +163,27 @@ def run_limited(argv: list[str], *, env: dict[str, str], cwd: str | Path, limits
     tail: collections.deque[bytes] = collections.deque()
     counts = {"tail": 0, "total": 0}
 
-    def reader():
-        while chunk := proc.stdout.read1(65536):
-            counts["total"] += len(chunk)
-            room = half - len(head)
-            if room > 0:
-                head.extend(chunk[:room])
-                chunk = chunk[room:]
-            if chunk:
-                tail.append(chunk)
-                counts["tail"] += len(chunk)
-                while counts["tail"] - len(tail[0]) >= half:
-                    counts["tail"] -= len(tail.popleft())
+    def take(chunk: bytes) -> None:
+        counts["total"] += len(chunk)
+        room = half - len(head)
+        if room > 0:
+            head.extend(chunk[:room])
+            chunk = chunk[room:]
+        if chunk:
+            tail.append(chunk)
+            counts["tail"] += len(chunk)
+            while counts["tail"] - len(tail[0]) >= half:
+                counts["tail"] -= len(tail.popleft())
 
-    thread = threading.Thread(target=reader, daemon=True)
-    thread.start()
     timed_out = False
     try:
-        proc.wait(timeout=limits.timeout_s)
-    except subprocess.TimeoutExpired:
-        timed_out = True
+        timed_out = not _read_until_exit(proc, limits.timeout_s, take)
     finally:
         kill_group(proc)  # children that outlive the shell must not leak (also on success)
         notes = group.hit_limits() if group is not None else []
         if group is not None:
             group.destroy()
-    thread.join(timeout=5)
+    _read_rest(proc, take, timeout_s=5.0)
     tail_bytes = b"".join(tail)[-half:] if tail else b""
     cut = counts["total"] - len(head) - len(tail_bytes)
     text = head.decode("utf-8", "replace")
@@ -205,6 +200,47 @@ _SPAWNER = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_pref
 """Starts the long-lived processes of threads other than the main one. bwrap's ``--die-with-parent`` kills the
 sandbox when the thread that started it exits (the parent-death signal follows the creating thread, prctl(2)): a
 background thread that starts a process and returns would kill it at once. This thread lives as long as the process."""
+
+
+def _read_until_exit(proc: subprocess.Popen, timeout_s: float, take) -> bool:
+    """Pass what `proc` prints to `take` (bytes) until it exits (then it is reaped) or `timeout_s` passes; whether it
+    exited. One thread waits on the output pipe and a pidfd together: `Popen.wait` with a timeout polls with sleeps
+    that double up to 50 ms (which doubled the cost of a short command), and a reader thread costs a wake-up more."""
+    out = proc.stdout.fileno()
+    try:
+        pidfd = os.pidfd_open(proc.pid)
+    except OSError:  # already reaped
+        proc.wait()
+        return True
+    try:
+        deadline, watch = time.monotonic() + timeout_s, [out, pidfd]
+        while True:
+            left = deadline - time.monotonic()
+            ready = select.select(watch, [], [], max(left, 0))[0] if left > 0 else []
+            if not ready:
+                return False
+            if out in ready:
+                chunk = os.read(out, 65536)
+                if chunk:
+                    take(chunk)
+                else:
+                    watch.remove(out)  # closed: only the exit is left to wait for
+            if pidfd in ready:
+                proc.wait()
+                return True
+    finally:
+        os.close(pidfd)
+
+
+def _read_rest(proc: subprocess.Popen, take, timeout_s: float) -> None:
+    """After `kill_group`: pass what is left in `proc`'s output pipe to `take`, until it closes or `timeout_s`."""
+    out, deadline = proc.stdout.fileno(), time.monotonic() + timeout_s
+    while (left := deadline - time.monotonic()) > 0 and select.select([out], [], [], left)[0]:
+        chunk = os.read(out, 65536)
+        if not chunk:
+            break
+        take(chunk)
+    proc.stdout.close()
 
 
 def _popen(argv: list[str], env: dict[str, str], cwd: Path, limits: Limits, gpu: bool,

@@ -87,10 +87,15 @@ def program(machine: str | None = None) -> bytes | None:
     return _assemble(body)
 
 
+_PROGRAM: list[bytes | None] = []
+
+
 def program_fd() -> int | None:
     """A file descriptor (a memfd, at offset 0) holding `program()`, for ``bwrap --seccomp FD``; None where
-    `program` is None. The caller passes it to bwrap and closes it."""
-    prog = program()
+    `program` is None. The caller passes it to bwrap and closes it. The program is assembled once per process."""
+    if not _PROGRAM:
+        _PROGRAM.append(program())
+    prog = _PROGRAM[0]
     if prog is None:
         return None
     fd = os.memfd_create("kernelgym-seccomp", os.MFD_CLOEXEC)
