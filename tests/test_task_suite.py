@@ -61,6 +61,7 @@ FAST = {
     "triton-argmax-sampling": "argmax_sampling_fast.py",
     "triton-bmm": "bmm_fast.py",
     "triton-linear-bias-gelu": "linear_bias_gelu_fast.py",
+    "triton-rmsnorm-quant-int8": "rmsnorm_quant_int8_fast.py",
 }
 #: Source edits that shrink a known-faster kernel's chunk sizes and thresholds so that the interpreter's tiny configs
 #: take its multi-chunk and large-tile paths too (its constants are sized for a GPU's shapes).
@@ -69,6 +70,7 @@ SHRINK = {
     "triton-log-softmax": [("CHUNK = 4096", "CHUNK = 256")],
     "triton-cross-entropy": [("BLOCK_SIZE = 4096", "BLOCK_SIZE = 256")],
     "triton-argmax-sampling": [("CHUNK = 4096", "CHUNK = 256")],
+    "triton-rmsnorm-quant-int8": [("ROW_MAX = 16384", "ROW_MAX = 512"), ("CHUNK = 4096", "CHUNK = 256")],
     "triton-sum-dim0": [("BLOCK_M = 64", "BLOCK_M = 16"), ("TARGET_PROGRAMS = 1024", "TARGET_PROGRAMS = 16")],
     # Their large-tile paths (and flash attention's unmasked off-diagonal loop) on the interpreter's small shapes.
     "triton-matmul": [("if M <= 32:", "if M <= 37:"), ("if M <= 256:", "if M <= 64:")],
