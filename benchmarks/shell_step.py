@@ -10,6 +10,7 @@ of a step one by one (hand-over, the command line, the cgroup, bwrap alone, bwra
 import argparse
 import os
 import platform
+import resource
 import statistics
 import subprocess
 import tempfile
@@ -45,9 +46,11 @@ def main():
     for _ in range(5):
         box.run("true")
     load_before = os.getloadavg()
-    steps, plain = [], []
+    steps, plain, cpu = [], [], 0.0
     for _ in range(args.n):
+        before = _cpu()
         steps += _time(lambda: box.run("true"), 1)
+        cpu += _cpu() - before
         plain += _time(lambda: subprocess.run(["true"]), 1)
     load_after = os.getloadavg()
     why = cgroups.unavailable_reason()
@@ -57,7 +60,9 @@ def main():
     print(f"sandbox user: {'uid %d (kernelgym runs as root)' % user[0] if user else 'kernelgym own uid %d' % os.getuid()}"
           f"; cgroup {'off' if args.no_cgroup else ('on' if why is None else 'unavailable: ' + why)}; load average "
           f"{load_before[0]:.2f} before, {load_after[0]:.2f} after")
-    print(f"sandboxed shell step: {_stats(steps)} (n={args.n}); plain subprocess: {_stats(plain)}")
+    print(f"sandboxed shell step: {_stats(steps)} (n={args.n}); plain subprocess: {_stats(plain)}; CPU time per step "
+          f"(this process and its reaped children; the sandbox's pid 1 and the kernel's work elsewhere not counted): "
+          f"{cpu / args.n * 1e3:.1f} ms")
     if args.profile:
         n = max(args.n // 4, 20)
         argv = box.argv(["/bin/sh", "-c", "true"])
@@ -77,6 +82,12 @@ def main():
         }
         for name, fn in parts.items():
             print(f"  {name}: {_stats(_time(fn, n))}")
+
+
+def _cpu() -> float:
+    """CPU seconds used so far by this process and its reaped children."""
+    own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
 
 
 def _cgroup_cycle():

@@ -660,13 +660,16 @@ class UnsandboxedRunner(_Backend):
         return _popen(argv, full_env, self.workspace, limits or self.limits, self.gpu)
 
 
-def kill_group(proc: subprocess.Popen) -> None:
+def kill_group(proc: subprocess.Popen, wait_init_s: float = 2.0) -> None:
     """Kill `proc`, its whole process group and, for a bubblewrap sandbox, the sandbox's pid 1 (`_spawn`: killing
-    a pid namespace's init kills every process in the namespace); reap `proc`."""
+    a pid namespace's init kills every process in the namespace); reap `proc`. Waits up to `wait_init_s` for pid 1
+    to have exited: the outer bwrap exits as soon as the command has, before pid 1, and until pid 1 is gone its
+    namespace's processes still count in the cgroup, which then could not be removed at once."""
     init = getattr(proc, "sandbox_init", None)
     if init is not None:
         try:
             signal.pidfd_send_signal(init, signal.SIGKILL)
+            select.select([init], [], [], wait_init_s)  # readable once it has exited, its namespace emptied
         except OSError:
             pass  # already gone
         os.close(init)
