@@ -179,7 +179,7 @@ def run_limited(argv: list[str], *, env: dict[str, str], cwd: str | Path, limits
     try:
         timed_out = not _read_until_exit(proc, limits.timeout_s, take)
     finally:
-        kill_group(proc)  # children that outlive the shell must not leak (also on success)
+        kill_group(proc, wait_init_s=2.0)  # children that outlive the shell must not leak (also on success)
         notes = group.hit_limits() if group is not None else []
         if group is not None:
             group.destroy()
@@ -660,11 +660,12 @@ class UnsandboxedRunner(_Backend):
         return _popen(argv, full_env, self.workspace, limits or self.limits, self.gpu)
 
 
-def kill_group(proc: subprocess.Popen, wait_init_s: float = 2.0) -> None:
+def kill_group(proc: subprocess.Popen, wait_init_s: float = 0.0) -> None:
     """Kill `proc`, its whole process group and, for a bubblewrap sandbox, the sandbox's pid 1 (`_spawn`: killing
     a pid namespace's init kills every process in the namespace); reap `proc`. Waits up to `wait_init_s` for pid 1
-    to have exited: the outer bwrap exits as soon as the command has, before pid 1, and until pid 1 is gone its
-    namespace's processes still count in the cgroup, which then could not be removed at once."""
+    to have exited (`run_limited`: 2 s): the outer bwrap exits as soon as the command has, before pid 1, and until
+    pid 1 is gone its namespace's processes still count in the cgroup, which then is removed by a background thread.
+    Long-lived sandboxes are not waited for (a GPU process's teardown takes hundreds of ms)."""
     init = getattr(proc, "sandbox_init", None)
     if init is not None:
         try:
