@@ -481,16 +481,19 @@ def _drop_to(uid: int, gid: int, groups: list[int]) -> list[str]:
     return [PYTHON, "-S", "-c", code]
 
 
-def _device_groups() -> list[int]:
-    """The groups owning GPU device nodes that not everyone may open (AMD's /dev/kfd and /dev/dri/renderD*: group
-    ``render``): a sandbox that drops to `SANDBOX_UID` keeps these as supplementary groups."""
+def _device_groups(nodes: list[str] | None = None) -> list[int]:
+    """The groups through which GPU device nodes that not everyone may open are opened (AMD's /dev/kfd and
+    /dev/dri/renderD*: group ``render``): a sandbox that drops to `SANDBOX_UID` keeps these as supplementary groups.
+    Group 0 is never given (NVIDIA's /dev/nvidia-caps/nvidia-cap1 is root's, mode 0400: MIG administration, which a
+    kernel does not need), nor a group the node's mode gives nothing to."""
     gids = set()
-    for node in gpu_devices() + glob.glob("/dev/dri/*"):
+    for node in gpu_devices() + glob.glob("/dev/dri/*") if nodes is None else nodes:
         try:
             st = os.stat(node)
         except OSError:
             continue
-        if not stat.S_ISDIR(st.st_mode) and st.st_mode & 0o006 != 0o006:
+        if (not stat.S_ISDIR(st.st_mode) and st.st_mode & 0o006 != 0o006 and st.st_mode & 0o060
+                and st.st_gid != 0):
             gids.add(st.st_gid)
     return sorted(gids)
 

@@ -128,3 +128,29 @@ def test_the_sandbox_user_cannot_signal_or_read_pid_1(box):
     r = box.run("kill -9 1; echo killed=$?; ls /proc/1/fd > /dev/null 2>&1; echo fd=$?")
     assert "killed=0" not in r.output and "fd=0" not in r.output, r.output
 
+
+
+def test_device_groups_never_include_root_and_only_groups_the_mode_serves(tmp_path):
+    from kernelgym.sandbox import _device_groups
+    if os.geteuid() != 0:
+        pytest.skip("setting the nodes' groups needs root")
+    nodes = {"render": (0o660, 4242), "root-only": (0o400, 0), "root-group": (0o660, 0), "open": (0o666, 4343),
+             "owner-only": (0o600, 4444)}
+    for name, (mode, gid) in nodes.items():
+        (tmp_path / name).write_text("")
+        os.chmod(tmp_path / name, mode)
+        os.chown(tmp_path / name, -1, gid)
+    assert _device_groups([str(tmp_path / n) for n in nodes]) == [4242]
+
+
+def test_without_setpriv_this_python_drops_the_user(box, monkeypatch):
+    import shutil
+    if not sandbox_user():
+        pytest.skip("run by an unprivileged user there is nothing to drop")
+    which = shutil.which
+    monkeypatch.setattr(shutil, "which", lambda name, path=None: None if name == "setpriv" else which(name, path=path))
+    fallback = BubblewrapSandbox(box.workspace, limits=Limits(timeout_s=30))
+    assert "setpriv" not in " ".join(fallback._drop)
+    r = fallback.run("id -u; grep -E '^Cap(Prm|Eff|Bnd)' /proc/self/status")
+    lines = r.output.split()
+    assert lines[0] == str(sandbox_user()[0]) and all(set(v) == {"0"} for v in lines[2::2]), r.output
