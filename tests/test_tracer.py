@@ -114,3 +114,20 @@ def test_the_grader_falls_back_to_ncu_and_says_why_neither_runs(tmp_path, monkey
                GraderConfig(sandbox="none", observer_tool="tracer"))
     monkeypatch.setattr(grader_module, "find_ncu", lambda: "/usr/bin/ncu")
     assert "no CUPTI here" in g.observer_tool()  # asked for the tracer alone: no fallback
+
+
+@pytest.mark.parametrize("trace, task, own", [
+    ("cuda_gelu.trace", "cuda-gelu", {"gelu_kernel"}),
+    ("fused_add_rmsnorm_fast.trace", "triton-fused-add-rmsnorm", {"fused_add_rmsnorm_kernel"}),
+])
+def test_real_traces_of_other_tasks_show_only_their_own_kernels(tmp_path, trace, task, own):
+    from kernelgym.backends import cuda
+    obs = split(recorded(tmp_path, trace), N, flushed=True)
+    backend = cuda if task.startswith("cuda") else triton
+    sources = {p.name: p.read_text() for p in get_task(task).root.glob("*") if p.suffix in (".py", ".cu", ".cpp")}
+    if task.startswith("triton"):  # the known-faster kernel the trace was recorded with has the baseline's name
+        sources = {"kernel.py": sources["kernel.py"]}
+    assert backend.own_kernel_names(sources) >= own
+    bare = getattr(backend, "BARE_KERNEL_NAMES", False)
+    assert foreign_kernels(obs, own, bare) == [[]] * N
+    assert all(foreign_kernels(obs, set(), bare))  # with no own kernels, every checked call is foreign work

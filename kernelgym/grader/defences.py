@@ -304,10 +304,11 @@ DEFENCES: tuple[Defence, ...] = (
             "no mode may be active when an output is taken: a mode sees every torch call the harness makes",
             "kernelgym.grader.harness:_plain", _a("torch_mode_left_active"), "ci"),
 
-    # -- the outside observer (NVIDIA GPUs: Nsight Compute; observer.py) ----------------------------------------------
+    # -- the outside observer (NVIDIA GPUs: the CUPTI kernel tracer or Nsight Compute; observer.py, tracer.py) -------
     Defence("outside_observer_kernels", "PyTorch or a library computing the outputs while a token kernel of the "
             "candidate's runs beside it, in any form the static check cannot see",
-            "the check runs once more under Nsight Compute, which lists every kernel the process ran; marker kernels "
+            "the check runs once more under the kernel tracer (CUPTI) or Nsight Compute, which list every kernel the "
+            "process ran; marker kernels "
             "launched by the harness cut the list per call, so each checked call's kernels are known without trusting "
             "anything the candidate's process says. Every kernel there and in its warm-up must be named in the "
             "candidate's sources (backend.own_kernel_names) or be PyTorch's fill or copy. Counting launches in-process "
@@ -327,6 +328,13 @@ DEFENCES: tuple[Defence, ...] = (
             "candidate can have made the difference (the profiler's frontend shares the candidate's sandbox: it "
             "cannot reach a process in bubblewrap's namespaces from outside)",
             "kernelgym.grader.observer:split", _a("forged_or_unfinished_observer_report"), "ci"),
+    Defence("kernel_trace_complete", "tampering with the kernel tracer's trace: running kernels in a second process, "
+            "dying or exiting before the trace's end line, making it drop records, or hiding work behind the "
+            "harness's cache flush",
+            "the trace must be one process's (one file), end with its end line, whose record count matches and whose "
+            "dropped count is 0; the harness binds the tracer's flush before any candidate code runs and calls it "
+            "after the last marker; every part of the run must end with the harness's flush, the only kernel dropped",
+            "kernelgym.grader.tracer:parse_trace", _a("tampered_kernel_trace"), "ci"),
     Defence("library_names_not_own", "naming a kernel of one's own like the library kernel one really calls, so the "
             "library's kernel passes as the candidate's",
             "own means defined in the sources, at file scope, and not named as vendor libraries name theirs "
