@@ -131,3 +131,11 @@ def test_real_traces_of_other_tasks_show_only_their_own_kernels(tmp_path, trace,
     bare = getattr(backend, "BARE_KERNEL_NAMES", False)
     assert foreign_kernels(obs, own, bare) == [[]] * N
     assert all(foreign_kernels(obs, set(), bare))  # with no own kernels, every checked call is foreign work
+
+
+def test_a_name_with_other_line_breaks_stays_one_record(tmp_path):
+    # The tracer replaces only "\n" and "\t" in names; the reader splits at "\n" alone, so a name holding "\r" or
+    # a Unicode line separator is one kernel, not a broken trace.
+    text = "kernelgym-trace 1 2\n100\t120\t1\ta\rb\u2028c\x1cd\nend 1 0\n"
+    kernels = tracer.parse_trace(trace_dir(tmp_path, text), Path.read_bytes)
+    assert [k.name for k in kernels] == ["a\rb\u2028c\x1cd"]

@@ -335,6 +335,12 @@ DEFENCES: tuple[Defence, ...] = (
             "dropped count is 0; the harness binds the tracer's flush before any candidate code runs and calls it "
             "after the last marker; every part of the run must end with the harness's flush, the only kernel dropped",
             "kernelgym.grader.tracer:parse_trace", _a("tampered_kernel_trace"), "ci"),
+    Defence("kernel_timestamps_known", "library work recorded with unknown timestamps (CUPTI writes 0 where it "
+            "could not time a kernel, e.g. for lack of device memory): sorted by start, it would land before the "
+            "harness's first marker, where nothing is checked or timed",
+            "a trace holding a kernel whose start or end is unknown (0) is refused: its place in the run, and so which "
+            "call it belongs to, cannot be known; honest traces have every timestamp",
+            "kernelgym.grader.tracer:parse_trace", _a("unknown_kernel_timestamps"), "ci"),
     Defence("library_names_not_own", "naming a kernel of one's own like the library kernel one really calls, so the "
             "library's kernel passes as the candidate's",
             "own means defined in the sources, at file scope, and not named as vendor libraries name theirs "

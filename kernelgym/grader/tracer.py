@@ -124,14 +124,17 @@ def parse_trace(results: Path, read) -> list[Kernel]:
 
     Raises:
         ObserverError: no trace, or traces of more than one process; a trace without its ``end`` line (the run
-            died or the flush never ran), with dropped records, or with a malformed line.
+            died or the flush never ran), with dropped records, a malformed line, or a kernel whose start or end
+            time is unknown (CUPTI writes 0 where it could not time a kernel).
     """
     files = sorted(p for p in results.iterdir() if p.name.startswith(TRACE_PREFIX + "."))
     if not files:
         raise ObserverError("the kernel tracer wrote no trace (it was not loaded, or CUPTI failed)")
     if len(files) > 1:
         raise ObserverError(f"kernels ran in {len(files)} processes: the check must run in the harness's own process")
-    lines = read(files[0]).decode(errors="replace").splitlines()
+    # Split at "\n" alone, as the tracer writes (it replaces "\n" and "\t" in names): splitlines() would also split
+    # at "\r", "\x1c", "\x85", "\u2028" and others a name may hold.
+    lines = read(files[0]).decode(errors="replace").removesuffix("\n").split("\n")
     if not lines or not lines[0].startswith(HEADER):
         raise ObserverError("the kernel trace has no header")
     if len(lines) < 2 or not lines[-1].startswith("end "):
@@ -149,6 +152,8 @@ def parse_trace(results: Path, read) -> list[Kernel]:
         if not match:
             raise ObserverError(f"unreadable trace line: {line[:200]}")
         start, end = int(match[1]), int(match[2])
+        if not start or not end:  # CUPTI_TIMESTAMP_UNKNOWN: sorted by start, such a kernel would leave its call
+            raise ObserverError(f"a kernel's start or end time is unknown (0): {line[:200]}")
         if end < start:
             raise ObserverError(f"a kernel ends before it starts: {line[:200]}")
         kernels.append((start, int(match[3]), Kernel(match[4], float(end - start))))
