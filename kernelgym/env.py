@@ -187,6 +187,8 @@ class KernelArenaEnv(gym.Env):
         return output
 
     def _execute_action(self, act: Action) -> str:
+        if act.kind in ("shell", "profile", "bench"):  # code of the agent's: never beside the baseline's observation
+            self.grader.wait_for_baseline()
         if act.kind == "shell":
             return self.sandbox.run(act.cmd).describe()
         if act.kind == "submit":

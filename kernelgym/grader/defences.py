@@ -341,6 +341,13 @@ DEFENCES: tuple[Defence, ...] = (
             "a trace holding a kernel whose start or end is unknown (0) is refused: its place in the run, and so which "
             "call it belongs to, cannot be known; honest traces have every timestamp",
             "kernelgym.grader.tracer:parse_trace", _a("unknown_kernel_timestamps"), "ci"),
+    Defence("baseline_observed_alone", "the agent's commands loading the GPU while the pristine baseline is observed "
+            "in the background after reset: its kernels, preempted, show longer device times, cached for the process, "
+            "and every later speedup cross-check is wider",
+            "the env runs no command of the agent's (shell, profile, bench) until the baseline's observation is done "
+            "(Grader.wait_for_baseline); file actions run no code and do not wait. Observing the baseline at grading "
+            "instead would cost its run in the first grading's submit-to-reward",
+            "kernelgym.grader.grader:Grader.wait_for_baseline", _a("gpu_work_while_baseline_observed"), "ci"),
     Defence("library_names_not_own", "naming a kernel of one's own like the library kernel one really calls, so the "
             "library's kernel passes as the candidate's",
             "own means defined in the sources, at file scope, and not named as vendor libraries name theirs "

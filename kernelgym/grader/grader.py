@@ -330,6 +330,14 @@ class Grader:
                 return
             time.sleep(0.02)
 
+    def wait_for_baseline(self) -> None:
+        """Block until the observer's background work started by `start_worker` (the pristine baseline's observation,
+        then the start of the run ahead) is done. The env calls it before running any command of the agent's: work of
+        the agent's on the GPU meanwhile would preempt the baseline's kernels and inflate their observed device times,
+        cached for the process, which widens every later speedup cross-check."""
+        if self._observer_thread is not None:
+            self._observer_thread.join()
+
     def stop_observer(self) -> None:
         """Kill the observed run started ahead for the next grading, if any (or give up the one being started)."""
         with self._ahead_lock:
