@@ -341,6 +341,12 @@ DEFENCES: tuple[Defence, ...] = (
             "a trace holding a kernel whose start or end is unknown (0) is refused: its place in the run, and so which "
             "call it belongs to, cannot be known; honest traces have every timestamp",
             "kernelgym.grader.tracer:parse_trace", _a("unknown_kernel_timestamps"), "ci"),
+    Defence("untraced_process_exits", "a second process running the library work where the kernel tracer cannot "
+            "create its trace (a file planted at its pid's name, a pid namespace of its own giving it the parent's "
+            "pid): the tracer gave up quietly and CUDA ran on unseen, one trace in all",
+            "a process that must be traced (KERNELGYM_TRACE_FILE set) and cannot create its trace exits inside cuInit, "
+            "before any kernel (kernel_trace.cpp, InitializeInjection); one it can create shows as a second trace",
+            "kernelgym.grader.tracer:SOURCE", _a("untraced_second_process"), "ci"),
     Defence("baseline_observed_alone", "the agent's commands loading the GPU while the pristine baseline is observed "
             "in the background after reset: its kernels, preempted, show longer device times, cached for the process, "
             "and every later speedup cross-check is wider",

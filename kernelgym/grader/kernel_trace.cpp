@@ -10,7 +10,7 @@
 //
 // The "end" line is written by kernelgym_trace_flush() (the harness calls it after its last marker) or at exit; a
 // file without it is incomplete. Each process writes its own file, so work in a second process shows as a second
-// file. Sources: CUPTI documentation (Activity API, "CUPTI injection"), NVIDIA's cupti_trace_injection sample.
+// file; a process that cannot create its file exits before any kernel. Sources: CUPTI documentation (Activity API, "CUPTI injection"), NVIDIA's cupti_trace_injection sample.
 #include <cupti.h>
 #include <cxxabi.h>
 #include <fcntl.h>
@@ -91,10 +91,16 @@ int InitializeInjection(void) {
   if (!prefix || !*prefix) return 0;
   char path[4096];
   snprintf(path, sizeof path, "%s.%d", prefix, (int)getpid());
+  // A process that must be traced and cannot create its own trace (its name taken, its directory out of reach)
+  // exits here, inside cuInit, before any kernel: going on would run CUDA unseen.
   int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-  if (fd < 0) return 0;
-  g_out = fdopen(fd, "w");
-  if (!g_out) return 0;
+  g_out = fd < 0 ? nullptr : fdopen(fd, "w");
+  if (!g_out) {
+    static const char msg[] = "kernelgym kernel tracer: cannot create this process's trace; exiting\n";
+    ssize_t ignored = write(2, msg, sizeof msg - 1);
+    (void)ignored;
+    _exit(70);
+  }
   fprintf(g_out, "kernelgym-trace 1 %d\n", (int)getpid());
   fflush(g_out);
   if (cuptiActivityRegisterCallbacks(buffer_requested, buffer_completed) != CUPTI_SUCCESS ||
