@@ -309,16 +309,16 @@ def _spawn(argv: list[str], bwrap: bool, *, limits: Limits, gpu: bool, group: Sa
             for fd in fds:
                 os.close(fd)
         proc.sandbox_init, pid = _init_pidfd(info_r)
-        if pid is not None:
+        if pid is not None:  # else bwrap failed (its output and exit code say why), or stays blocked until killed
             try:
                 _confine(pid, limits, gpu, group)
             except OSError:
                 kill_group(proc)
                 raise
-        try:
-            os.write(block_w, b"g")
-        except OSError:
-            pass  # bwrap is gone (it failed to start the sandbox): its exit code says so
+            try:
+                os.write(block_w, b"g")
+            except OSError:
+                pass  # bwrap is gone: its exit code says so
     finally:  # also where Popen raised (a NUL byte in an argument): no descriptor may leak per command
         os.close(info_r)
         os.close(block_w)
@@ -408,6 +408,8 @@ def hand_over(path: Path, uid: int, gid: int, skip: frozenset[str] = frozenset()
 
     try:
         walk(top, os.path.abspath(path), 0)
+    except OSError:
+        pass  # best effort: what is not handed over stays read-only (or unreadable) for the sandbox user
     finally:
         os.close(top)
 
