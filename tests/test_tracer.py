@@ -139,3 +139,13 @@ def test_a_name_with_other_line_breaks_stays_one_record(tmp_path):
     text = "kernelgym-trace 1 2\n100\t120\t1\ta\rb\u2028c\x1cd\nend 1 0\n"
     kernels = tracer.parse_trace(trace_dir(tmp_path, text), Path.read_bytes)
     assert [k.name for k in kernels] == ["a\rb\u2028c\x1cd"]
+
+
+def test_an_own_kernel_named_like_the_marker_is_not_a_marker(tmp_path):
+    # The marker is PyTorch's spin_kernel in its anonymous namespace (at::cuda:: under the tracer, cuda:: in ncu's
+    # report); a candidate's own kernel of that name, at file scope, is its own kernel, not a cut.
+    text = (DATA / "rmsnorm_fast.trace").read_text().replace("\trmsnorm_kernel\n", "\tspin_kernel\n")
+    kernels = tracer.parse_trace(trace_dir(tmp_path, text), Path.read_bytes)
+    obs = split(kernels, N, flushed=True)
+    assert [[k.name for k in c] for c in obs.checked] == [["spin_kernel"]] * N
+    assert foreign_kernels(obs, {"spin_kernel"}, bare=True) == [[]] * N

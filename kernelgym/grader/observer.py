@@ -136,7 +136,7 @@ def split(kernels: list[Kernel], n_configs: int, flushed: bool = False) -> Obser
         ObserverError: not exactly ``n_configs + 2`` markers (the run did not finish, or markers were forged); with
             `flushed`, a part that does not end with the harness's flush.
     """
-    marks = [i for i, k in enumerate(kernels) if MARKER_KERNEL in k.name]
+    marks = [i for i, k in enumerate(kernels) if is_marker(k.name)]
     if len(marks) != n_configs + 2:
         raise ObserverError(f"the observed run launched {len(marks)} marker kernels where {n_configs + 2} were "
                             f"expected: it did not finish, or the candidate launched the marker kernel itself")
@@ -155,6 +155,14 @@ def base_name(name: str) -> tuple[str, str]:
     head = re.split(r"[<(]", name, maxsplit=1)[0].strip()
     namespace, _, base = head.rpartition("::")
     return namespace, base
+
+
+def is_marker(name: str) -> bool:
+    """Whether `name` is the harness's marker kernel: `MARKER_KERNEL` in a namespace (PyTorch's, anonymous:
+    ``at::cuda::(anonymous namespace)::spin_kernel(long)`` under the tracer, ``cuda::<unnamed>::spin_kernel(long)``
+    in ncu's report). A candidate's own kernel of that name, at file scope, is not one."""
+    namespace, base = base_name(name)
+    return base == MARKER_KERNEL and bool(namespace)
 
 
 def is_own(name: str, own: set[str], bare: bool = False) -> bool:
@@ -180,7 +188,7 @@ def foreign_kernels(observation: Observation, own: set[str], bare: bool = False)
     call (which count against every config). Empty lists: only the candidate's kernels ran."""
     def foreign(kernels: list[Kernel]) -> list[str]:
         return [k.name for k in kernels
-                if MARKER_KERNEL not in k.name and not is_own(k.name, own, bare) and not is_allowed(k.name)]
+                if not is_marker(k.name) and not is_own(k.name, own, bare) and not is_allowed(k.name)]
     everywhere = foreign(observation.before) + foreign(observation.after)
     return [list(dict.fromkeys(everywhere + foreign(c))) for c in observation.checked]
 
