@@ -312,13 +312,13 @@ def _spawn(argv: list[str], bwrap: bool, *, limits: Limits, gpu: bool, group: Sa
         if pid is not None:  # else bwrap failed (its output and exit code say why), or stays blocked until killed
             try:
                 _confine(pid, limits, gpu, group)
-            except OSError:
-                kill_group(proc)
-                raise
-            try:
                 os.write(block_w, b"g")
             except OSError:
-                pass  # bwrap is gone: its exit code says so
+                init = proc.sandbox_init
+                if init is None or not select.select([init], [], [], 0)[0]:
+                    kill_group(proc)
+                    raise
+                # else pid 1 is gone (bwrap failed to set the sandbox up): its output and exit code say why
     finally:  # also where Popen raised (a NUL byte in an argument): no descriptor may leak per command
         os.close(info_r)
         os.close(block_w)

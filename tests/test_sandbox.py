@@ -39,3 +39,12 @@ def test_the_filter_is_built_only_for_known_machines():
         n = (3 + (machine == "x86_64") + len(seccomp._REFUSED[machine]) + len(seccomp._SOCKET_CALLS[machine]) + 1
              + 1 + len(seccomp.AF_ALLOWED) + 2 + 1)
         assert len(prog) == 8 * n
+
+
+def test_a_sandbox_bwrap_cannot_set_up_says_why(box, tmp_path):
+    # bwrap reports its pid 1 before it mounts; pid 1 may be gone before the parent confines it.
+    broken = BubblewrapSandbox(box.workspace, readonly=[tmp_path / "missing"])
+    for _ in range(3):
+        r = broken.run("echo RAN")
+        assert "RAN" not in r.output and r.returncode != 0
+        assert "Can't find source path" in r.output, r.output
