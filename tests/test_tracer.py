@@ -149,3 +149,28 @@ def test_an_own_kernel_named_like_the_marker_is_not_a_marker(tmp_path):
     obs = split(kernels, N, flushed=True)
     assert [[k.name for k in c] for c in obs.checked] == [["spin_kernel"]] * N
     assert foreign_kernels(obs, {"spin_kernel"}, bare=True) == [[]] * N
+
+
+@pytest.mark.parametrize("tool, report, name", [("tracer", "rmsnorm_fast.trace", f"{tracer.TRACE_PREFIX}.2"),
+                                                ("ncu", "../ncu/rmsnorm_baseline.csv", "ncu.csv")])
+def test_the_grader_reads_either_tools_observation(tmp_path, tool, report, name):
+    """The ncu fallback and the tracer both reach a cut observation through `_read_observation`: the tracer's
+    flushes dropped, ncu's report cut as it is; either tool's file alone is not read by the other."""
+    import json
+
+    from kernelgym.grader.protocol import CHECK_RESULT, OBSERVED_PREFIX
+    from kernelgym.hardware import all_profiles
+    g = Grader(get_task("triton-rmsnorm"), all_profiles()["h200"], tmp_path / "g", GraderConfig(sandbox="none"))
+    n = len(g.configs)
+    assert n == N  # the traces' and reports' configs
+    results = tmp_path / "results"
+    results.mkdir()
+    (results / (OBSERVED_PREFIX + CHECK_RESULT)).write_text(json.dumps(
+        {"stage": "check", "ok": True, "error": None, "configs": [{"ok": True}] * n}))
+    shutil.copy(DATA / report, results / name)
+    g._tool = tool
+    obs = g._read_observation(results, False, 0, "")
+    assert [[k.name for k in c] for c in obs.checked] == [["rmsnorm_kernel"]] * N
+    g._tool = "ncu" if tool == "tracer" else "tracer"  # the other tool finds no report of its own
+    with pytest.raises(ObserverError, match="no result|no trace|no report"):
+        g._read_observation(results, False, 0, "")
