@@ -4,8 +4,11 @@ subprocess, on this machine.
     python benchmarks/shell_step.py [--n 200] [--no-cgroup] [--profile]
 
 Steps and plain subprocesses alternate, so both see the same load; the load average before and after is printed
-(other work on the machine inflates the numbers: compare runs at the same load). ``--profile`` also times the parts
-of a step one by one (hand-over, the command line, the cgroup, bwrap alone, bwrap without the user drop).
+(other work on the machine inflates the numbers: compare runs at the same load). On a shared machine, ``chrt -f 10
+python benchmarks/shell_step.py`` (root) runs the benchmark and its sandboxes ahead of other work, with the kernel's
+own threads still competing; the scheduling policy is printed. The CPU time per step does not depend on the load.
+``--profile`` also times the parts of a step one by one (hand-over, the command line, the cgroup, bwrap alone, bwrap
+without the user drop).
 """
 import argparse
 import os
@@ -59,7 +62,8 @@ def main():
           f"{bwrap_version}; date {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}")
     print(f"sandbox user: {'uid %d (kernelgym runs as root)' % user[0] if user else 'kernelgym own uid %d' % os.getuid()}"
           f"; cgroup {'off' if args.no_cgroup else ('on' if why is None else 'unavailable: ' + why)}; load average "
-          f"{load_before[0]:.2f} before, {load_after[0]:.2f} after")
+          f"{load_before[0]:.2f} before, {load_after[0]:.2f} after; scheduling "
+          f"{'SCHED_FIFO' if os.sched_getscheduler(0) == os.SCHED_FIFO else 'normal'}")
     print(f"sandboxed shell step: {_stats(steps)} (n={args.n}); plain subprocess: {_stats(plain)}; CPU time per step "
           f"(this process and its reaped children; the sandbox's pid 1 and the kernel's work elsewhere not counted): "
           f"{cpu / args.n * 1e3:.1f} ms")
