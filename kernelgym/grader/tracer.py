@@ -8,8 +8,9 @@ It is built once per machine with the host C++ compiler against the CUDA toolkit
 cached under ``$KERNELGYM_CACHE_DIR/tracer``.
 
 Like ncu's injected library, it lives in the observed process; what it writes is read by the trusted parent after
-the sandbox is gone, and a file that is missing, has no ``end`` line, dropped records, or comes from more than one
-process fails the observation (`parse_trace`).
+the sandbox is gone, and a file that is missing, has no ``end`` line, dropped records, a kernel of unknown start or
+end, or comes from more than one process fails the observation (`parse_trace`). A process that cannot create its
+trace exits inside ``cuInit``, before any kernel: no process of the observed run runs CUDA unseen for that reason.
 
 Sources: CUPTI documentation (Activity API; ``CUDA_INJECTION64_PATH`` and ``InitializeInjection``), NVIDIA's
 ``cupti_trace_injection`` sample.
