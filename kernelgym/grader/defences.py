@@ -304,6 +304,12 @@ DEFENCES: tuple[Defence, ...] = (
             "no mode may be active when an output is taken: a mode sees every torch call the harness makes",
             "kernelgym.grader.harness:_plain", _a("torch_mode_left_active"), "ci"),
 
+    Defence("seed_out_of_reach", "reading the grading's seed (the check inputs' seed) to print it into the "
+            "observation or to tell checked calls from timed ones",
+            "the harness deletes its request file and drops the seed from its own copy of the request once it has "
+            "prepared, before any candidate code runs; the parent keeps its own copy",
+            "kernelgym.grader.harness:main", _a("seed_from_request_file"), "ci"),
+
     # -- the outside observer (NVIDIA GPUs: the CUPTI kernel tracer or Nsight Compute; observer.py, tracer.py) -------
     Defence("outside_observer_kernels", "PyTorch or a library computing the outputs while a token kernel of the "
             "candidate's runs beside it, in any form the static check cannot see",

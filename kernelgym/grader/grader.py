@@ -869,7 +869,8 @@ class Grader:
         """Run harness.py on `gdir`: through the warm worker when one is up, else in a fresh sandboxed process.
         Returns the raw (check result, timing result or None) as the harness wrote them (untrusted; parsed by
         `_run_candidate`); failures are results, not raises."""
-        request = json.loads((gdir / REQUEST).read_text())
+        # The parent's own copy: the harness deletes the file once it has prepared (the seed is not the candidate's).
+        request = self._request(gdir, seed, not self.hardware.interpreter and self.config.measure).to_json()
         check_path, time_path = gdir / CHECK_RESULT, gdir / TIME_RESULT
         timed_out, output = False, None
         if self.worker is not None and self.worker.alive():
@@ -883,11 +884,11 @@ class Grader:
                 output = ""
             if unprepared:
                 output = None  # the preparation failed before any candidate code ran: a fresh process grades
-                (gdir / REQUEST).unlink(missing_ok=True)  # rewritten by the parent, not read back from the grading dir
-                write_new(gdir / REQUEST, json.dumps(request).encode())
             # Otherwise the result stands, whatever it is: a candidate that killed the worker or deleted its log
             # gets no second run (and no second chance at the grading directory's request).
         if output is None:
+            (gdir / REQUEST).unlink(missing_ok=True)  # rewritten by the parent, never read back from the grading dir
+            write_new(gdir / REQUEST, json.dumps(request).encode())
             sandbox = make_sandbox(self.config.sandbox, gdir, readonly=[*HARNESS_FILES, *self._readonly()],
                                    gpu=not self.hardware.interpreter, env=self._harness_env(gdir))
             # Alone in its pid namespace (bwrap), the harness stops every other process before it writes a result.

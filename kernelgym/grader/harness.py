@@ -25,6 +25,7 @@ The result is written as JSON to the request's ``result`` path. Stage failures a
 Timing runs in the same process as the candidate and can, in principle, be tampered with by it: the
 timer's functions are bound before the candidate is imported, and the parent sanity-checks results.
 """
+import dataclasses
 import gc
 import importlib.util
 import json
@@ -649,6 +650,13 @@ def main(path, go_fd=None, ready_fd=None, stop_others=False, wait_go=False):
         req = protocol.Request.from_json(json.load(f))
     t = time.monotonic()
     state = prepare(req)
+    # The seed has made every input it is for: out of the candidate's reach from here on (the request file, which
+    # the parent keeps its own copy of, and this process's copy of the request).
+    req = dataclasses.replace(req, seed=0)
+    try:
+        os.unlink(path)
+    except OSError:
+        pass
     _phase("prepare", t)
     print(PREPARED_MARKER, flush=True)
     if wait_go:  # an observed run started ahead of its grading: the candidate's files are copied in before "go"

@@ -1,5 +1,6 @@
 """Attack: the candidate returns zeros (wrong), but at import writes outputs.pt itself with the right answers,
-computed from request.json's seed and the pristine reference.py in its grading directory. The parent's early
+computed from the grading's seed and configs (once read from request.json, which the harness now deletes once
+prepared: the test gives them to the payload) and the pristine reference.py in its grading directory. The parent's early
 comparison (made while the candidate's process still runs) read and remembered that first file; the harness's
 own outputs.pt (the zeros), written later, was never read. Found by an adversarial review (2026-11-29).
 
@@ -13,6 +14,7 @@ test_outputs_are_compared_while_the_candidate_still_runs).
 
 `FORGED_OUTPUTS_EARLY` is the attack kernel; it is a string so that collecting this file never runs it.
 """
+import json
 import os
 import time
 
@@ -36,7 +38,7 @@ def rmsnorm_kernel(y_ptr, n, BLOCK: tl.constexpr):
     tl.store(y_ptr + offs, tl.zeros([BLOCK], dtype=tl.float32).to(y_ptr.dtype.element_ty), mask=offs < n)
 
 def _forge():
-    req = json.load(open(os.path.join(_d, "request.json")))
+    req = json.loads(REQUEST)  # what request.json held: the harness deletes it once prepared (the seed, the configs)
     spec = importlib.util.spec_from_file_location("ref_", os.path.join(_d, "reference.py"))
     m = importlib.util.module_from_spec(spec); spec.loader.exec_module(m)
     name = req["outputs"][0]["name"]
@@ -57,10 +59,15 @@ def rmsnorm(x, weight, eps=1e-6):
 '''
 
 
-def test_outputs_written_by_the_candidate_before_the_harness_are_not_graded(grade):
+def test_outputs_written_by_the_candidate_before_the_harness_are_not_graded(grade, tmp_path):
     # Returns zeros, but at import saves the right answers as outputs.pt, which the parent's early comparison used
     # to read and keep; the harness's own outputs.pt came later.
-    g = grade(FORGED_OUTPUTS_EARLY, config=GraderConfig(static_check=False))
+    from kernelgym.grader import Grader
+    from kernelgym.hardware import detect_profile
+    configs = Grader(TASK, detect_profile("cpu-interpreter"), tmp_path / "configs").configs
+    request = {"seed": 7, "configs": configs, "outputs": [{"name": o.name} for o in TASK.spec.outputs]}
+    kernel = FORGED_OUTPUTS_EARLY.replace("json.loads(REQUEST)", f"json.loads({json.dumps(request)!r})")
+    g = grade(kernel, config=GraderConfig(static_check=False))
     assert g.compiled and not g.correct and g.score == 20, g.summary()
 
 
