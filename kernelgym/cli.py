@@ -47,7 +47,8 @@ def cmd_list(args: argparse.Namespace) -> int:
     for col in ("env id", "kind", "language", "difficulty", "configs", "hardware", "source"):
         table.add_column(col, overflow="fold", no_wrap=col in ("env id", "kind"))
     for task in tasks.values():
-        supported = [p.id for p in profiles.values() if p.supports(task.spec.language)]
+        supported = [p.id for p in profiles.values()
+                     if p.supports(task.spec.language) and not task.unsupported_reason(p)]
         table.add_row(task.env_id, task.spec.kind, task.spec.language,
                       str(getattr(task.spec, "difficulty", None) or "-"),
                       f"{len(task.configs_for(False))}/{len(task.configs_for(True))}",
@@ -120,7 +121,8 @@ def tasks_markdown(tasks: dict, profiles: dict) -> str:
         return str(text).replace("|", "\\|").replace("\n", " ")
     rows = ["| env id | kind | language | difficulty | hardware |", "|---|---|---|---|---|"]
     for task in tasks.values():
-        supported = [p.id for p in profiles.values() if p.supports(task.spec.language)]
+        supported = [p.id for p in profiles.values()
+                     if p.supports(task.spec.language) and not task.unsupported_reason(p)]
         rows.append(f"| `{cell(task.env_id)}` | {cell(task.spec.kind)} | {cell(task.spec.language)} | "
                     f"{cell(task.spec.difficulty or '-')} | {cell(', '.join(supported) or '(none)')} |")
     return "\n".join(rows)

@@ -27,7 +27,7 @@ def test_markdown_table_escapes_pipes_and_marks_missing_difficulty():
     from kernelgym.cli import tasks_markdown
 
     spec = SimpleNamespace(kind="triton2triton", language="triton", difficulty=None)
-    task = SimpleNamespace(env_id="KernelArena/a|b-v0", spec=spec)
+    task = SimpleNamespace(env_id="KernelArena/a|b-v0", spec=spec, unsupported_reason=lambda profile: None)
     profile = SimpleNamespace(id="cpu-interpreter", supports=lambda language: language == "triton")
     rows = tasks_markdown({"a": task}, {"cpu-interpreter": profile}).splitlines()
     assert rows[0] == "| env id | kind | language | difficulty | hardware |"
