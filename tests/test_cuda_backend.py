@@ -92,6 +92,7 @@ def test_build_key_follows_source_bytes_only(task_copy, tmp_path, monkeypatch):
     assert builds.build_key(backend, task_copy, files) != key
     (task_copy / "kernel.cu").write_bytes(source)
     assert builds.build_key(backend, task_copy, files) == key
+    assert builds.build_key(backend, task_copy, files, "sm_90") != builds.build_key(backend, task_copy, files, "sm_80")
     monkeypatch.setattr(backend, "toolchain_id", lambda: "another compiler")
     assert builds.build_key(backend, task_copy, files) != key
 

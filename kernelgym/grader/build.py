@@ -51,11 +51,11 @@ def source_files(backend: ModuleType, source_dir: Path, editable_files: list[str
     return [f for f in files if (source_dir / f).is_file()]
 
 
-def build_key(backend: ModuleType, source_dir: Path, files: list[str]) -> str:
-    """Cache key: the backend's toolchain id, each file's name and bytes, and every other source or header file beside
-    them (headers the sources may include). Nothing else in the directory counts: a grading directory also holds
-    the request and the harness's results, which differ per grading."""
-    h = hashlib.sha256(backend.toolchain_id().encode())
+def build_key(backend: ModuleType, source_dir: Path, files: list[str], arch: str | None = None) -> str:
+    """Cache key: the backend's toolchain id, the target architecture, each file's name and bytes, and every other
+    source or header file beside them (headers the sources may include). Nothing else in the directory counts: a
+    grading directory also holds the request and the harness's results, which differ per grading."""
+    h = hashlib.sha256(backend.toolchain_id().encode() + b"\0arch=" + str(arch).encode())
     suffixes = (*backend.SOURCE_SUFFIXES, *HEADER_SUFFIXES)
     for f in sorted(p for p in source_dir.rglob("*")
                     if p.is_file() and p.suffix in suffixes and "__pycache__" not in p.parts):
@@ -79,7 +79,7 @@ def build(backend: ModuleType, source_dir: Path, editable_files: list[str], entr
     """
     root = Path(root or cache_root())
     files = source_files(backend, source_dir, editable_files, entry_point)
-    key = build_key(backend, source_dir, files)
+    key = build_key(backend, source_dir, files, arch)
     final = root / f"{backend.LANGUAGE}-{key}"
     if (final / BUILT_MARKER).is_file():
         return BuildResult(True, final, f"build cached ({final.name}): sources unchanged", cached=True)
