@@ -198,7 +198,10 @@ def main():
     ap.add_argument("--out", default="grading.json")
     ap.add_argument("--no-early-compare", action="store_true", help="diagnosis: compare after the harness only")
     ap.add_argument("--raw-dir", help="copy each (a) grading's time_result.json (every timed run) here")
+    ap.add_argument("--observer", default="auto", help="diagnosis: GraderConfig.observer (auto, off)")
+    ap.add_argument("--observer-tool", default="auto", help="diagnosis: GraderConfig.observer_tool (auto, tracer, ncu)")
     args = ap.parse_args()
+    CONFIG.observer, CONFIG.observer_tool = args.observer, args.observer_tool
     if args.raw_dir:
         Path(args.raw_dir).mkdir(parents=True, exist_ok=True)
     if args.no_early_compare:  # diagnosis: nothing compared while the candidate's process runs
@@ -207,7 +210,7 @@ def main():
     if hw.interpreter:
         sys.exit("needs a GPU: the CPU interpreter has no meaningful timing")
     out = {"machine": hw.name, "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
-           "no_early_compare": args.no_early_compare}
+           "no_early_compare": args.no_early_compare, "observer": args.observer, "observer_tool": args.observer_tool}
     for key, fn in (("a", lambda: noise(task, hw, args.n, args.raw_dir)), ("b", lambda: accuracy(task, hw)),
                     ("c", lambda: latency(task, hw, args.latency_n))):
         if key in args.only:
