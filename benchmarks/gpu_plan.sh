@@ -12,11 +12,11 @@ case "$1" in
   1)
     timeout 540 python3 benchmarks/task_suite.py --out "$OUT/task_suite.json" --budget-s 500 2>&1 | tee "$OUT/task_suite.log" | grep -E "^\||budget|error" ;;
   2)
-    timeout 200 python3 benchmarks/observer_check.py --out "$OUT/observer_check.json" --reports "$OUT/reports" --n 3 > "$OUT/observer_check.log" 2>&1
+    timeout 180 python3 benchmarks/observer_check.py --out "$OUT/observer_check.json" --reports "$OUT/reports" --n 3 > "$OUT/observer_check.log" 2>&1
     grep -E "^==|observed run|latency" "$OUT/observer_check.log" | cut -c1-300
-    timeout 110 python3 benchmarks/grading.py --only a --n 25 --out "$OUT/grading_a_tracer.json" > "$OUT/grading_a_tracer.log" 2>&1
-    timeout 110 python3 benchmarks/grading.py --only a --n 25 --observer off --out "$OUT/grading_a_off.json" > "$OUT/grading_a_off.log" 2>&1
-    timeout 110 python3 benchmarks/grading.py --only a --n 25 --observer-tool ncu --out "$OUT/grading_a_ncu.json" > "$OUT/grading_a_ncu.log" 2>&1
+    timeout 100 python3 benchmarks/grading.py --only a --n 25 --out "$OUT/grading_a_tracer.json" > "$OUT/grading_a_tracer.log" 2>&1
+    timeout 100 python3 benchmarks/grading.py --only a --n 25 --observer off --out "$OUT/grading_a_off.json" > "$OUT/grading_a_off.log" 2>&1
+    timeout 100 python3 benchmarks/grading.py --only a --n 25 --observer-tool ncu --out "$OUT/grading_a_ncu.json" > "$OUT/grading_a_ncu.log" 2>&1
     grep -h "(a) self" "$OUT"/grading_a_*.log | cut -c1-90 ;;
   3)
     timeout 180 python3 -m kernelgym.cli run --task triton-rmsnorm --policy tuner --run-dir /tmp/main-job > "$OUT/main_job.log" 2>&1
