@@ -61,7 +61,7 @@ DEFENCES: tuple[Defence, ...] = (
             "kernelgym.sandbox:BubblewrapSandbox.argv", _a("network_from_sandbox"), "ci"),
     Defence("read_only_system", "writing outside the workspace: the host's /etc and /usr, the venv, the run directory",
             "every system path is a read-only bind and only the workspace is bound writable; permissions alone would "
-            "not hold, since the sandbox runs as root where the env does",
+            "not hold for files the sandbox's user may write",
             "kernelgym.sandbox:BubblewrapSandbox._mounts", _a("write_outside_workspace"), "ci"),
     Defence("mount_allowlist", "reading private data: the task directories (reference, task.yaml), other episodes, "
             "the home directory, the grader's state",
@@ -73,8 +73,8 @@ DEFENCES: tuple[Defence, ...] = (
             "known secret names would miss new ones",
             "kernelgym.sandbox:clean_env", _a("read_host_environment"), "ci"),
     Defence("drop_all_capabilities", "root in the sandbox remounting the read-only binds writable and escaping",
-            "--cap-drop ALL in every sandbox, shell commands included: started by root, bwrap otherwise keeps "
-            "CAP_SYS_ADMIN; a non-root user is better still (README, known limits)",
+            "--cap-drop ALL in every sandbox, shell commands included; started by root, the command runs as an "
+            "unprivileged user with every capability, the bounding set included, cleared (unprivileged_sandbox_user)",
             "kernelgym.sandbox:BubblewrapSandbox.argv", _a("remount_readonly_binds"), "ci"),
     Defence("read_only_sysctls", "host root through /proc/sys (kernel.core_pattern runs a program as host root)",
             "sysctl files check only the uid, not capabilities, so dropping capabilities is not enough: /proc/sys and "
@@ -118,7 +118,7 @@ DEFENCES: tuple[Defence, ...] = (
             "kernelgym.sandbox:run_limited", _a("flood_command_output"), "ci"),
     Defence("address_space_limit", "one process allocating the host's memory",
             "RLIMIT_AS per process (not applied with a GPU, whose runtimes reserve far more address space than they "
-            "use); there is no memory cgroup yet (README, known limits)",
+            "use); the command's cgroup limits its whole tree's memory where no GPU is passed in (cgroup_pids_limit)",
             "kernelgym.sandbox:_set_limits", _a("exhaust_host_memory"), "ci"),
     Defence("cgroup_pids_limit", "a command starting processes without end (a fork bomb: thousands in "
             "one step) or growing its whole tree's memory past the host's",
@@ -148,7 +148,13 @@ DEFENCES: tuple[Defence, ...] = (
     Defence("file_action_read_cap", "a huge (sparse) file read whole into the env by read_file or edit_file",
             "at most the observation's length is read; edit_file refuses longer files instead of cutting them",
             "kernelgym.env:_read_capped", _a("fifo_and_huge_workspace_files"), "ci"),
-    Defence("owner_only_run_dirs", "a setuid file the agent (root in the sandbox) leaves for other host users",
+    Defence("unprivileged_sandbox_user", "host root from a sandbox started by root (the default in containers): "
+            "reading /etc/shadow, a setuid-root file left in the workspace, uid 0 mapped to host uid 0",
+            "started by root, bwrap mounts without a user namespace (one could map only root to the sandbox's user) "
+            "and setpriv drops to host uid 65534 with every capability cleared before the command; the files the "
+            "trusted side writes are handed over to that user, links and multi-link files left alone",
+            "kernelgym.sandbox:sandbox_user", _a("root_in_the_sandbox"), "ci"),
+    Defence("owner_only_run_dirs", "a setuid file the agent (the sandbox's user) leaves for other host users",
             "episode and grading directories are created 0700, so nothing under them is reachable by another user "
             "whatever its mode",
             "kernelgym.env:KernelArenaEnv.reset", _a("setuid_file_for_host_users"), "ci"),
