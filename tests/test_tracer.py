@@ -174,3 +174,31 @@ def test_the_grader_reads_either_tools_observation(tmp_path, tool, report, name)
     g._tool = "ncu" if tool == "tracer" else "tracer"  # the other tool finds no report of its own
     with pytest.raises(ObserverError, match="no result|no trace|no report"):
         g._read_observation(results, False, 0, "")
+
+
+def test_a_tracer_that_fails_on_the_baseline_gives_way_to_ncu(tmp_path, monkeypatch):
+    from kernelgym.grader import grader as grader_module
+    from kernelgym.grader.observer import Observation
+    from kernelgym.hardware import all_profiles
+    g = Grader(get_task("triton-rmsnorm"), all_profiles()["h200"], tmp_path / "g", GraderConfig(sandbox="none"))
+    g._tool = "tracer"
+    monkeypatch.setattr(grader_module, "find_ncu", lambda: "/usr/bin/ncu")
+    observed = Observation(before=[], checked=[[]] * len(g.configs))
+    tools = []
+
+    def run_baseline_observation():
+        tools.append(g._tool)
+        if g._tool == "tracer":
+            raise ObserverError("CUPTI could not be enabled")
+        return observed
+    monkeypatch.setattr(g, "_run_baseline_observation", run_baseline_observation)
+    monkeypatch.setattr(g, "_baseline_key", lambda: ("key of this test", g._tool))
+    assert g.baseline_observation() is observed and tools == ["tracer", "ncu"] and g.observer_tool() == "ncu"
+    # Asked for the tracer alone: its failure stands.
+    h = Grader(get_task("triton-rmsnorm"), all_profiles()["h200"], tmp_path / "h",
+               GraderConfig(sandbox="none", observer_tool="tracer"))
+    h._tool = "tracer"
+    monkeypatch.setattr(h, "_run_baseline_observation", lambda: (_ for _ in ()).throw(ObserverError("no CUPTI")))
+    monkeypatch.setattr(h, "_baseline_key", lambda: ("unique key of this test", h._tool))
+    with pytest.raises(ObserverError, match="no CUPTI"):
+        h.baseline_observation()

@@ -72,6 +72,8 @@ BUILD_TIMEOUT_S = 900.0
 #: run gets from the checked run.
 TRITON_CACHE = ".triton-cache"
 MAX_CACHE_BYTES = 256 << 20
+#: The most of a kernel trace read (about 150 bytes a kernel: an autotuned kernel's warm-up calls launch thousands).
+MAX_TRACE_BYTES = 512 << 20
 #: What of that cache is copied: compiled kernels and their metadata, never the host launchers and utilities (shared
 #: libraries Triton loads into the process: the candidate could have replaced them with code of its own).
 KERNEL_ARTIFACTS = (".cubin", ".hsaco", ".ptx", ".amdgcn", ".json", ".ttir", ".ttgir", ".llir", ".source")
@@ -656,13 +658,24 @@ class Grader:
         """The pristine baseline's observed run on this grader's configs (its device times per config), made once
         per task, hardware and configs in this process (in the background by `start_worker`, or here).
 
+        With ``observer_tool='auto'``, a kernel tracer that builds but fails here (CUPTI refused at run time) gives way
+        to Nsight Compute where it is found: only task code ran, so the machine is at fault, not a candidate.
+
         Raises:
             ObserverError: the baseline's run under the profiler failed or its report is unusable.
         """
         key = self._baseline_key()
         with _BASELINE_LOCK:  # held while observing: one profiler at a time, and each baseline observed once
             if key not in _BASELINE_OBSERVATIONS:
-                _BASELINE_OBSERVATIONS[key] = self._run_baseline_observation()
+                try:
+                    _BASELINE_OBSERVATIONS[key] = self._run_baseline_observation()
+                except ObserverError:
+                    if not (self._tool == "tracer" and self.config.observer_tool == "auto" and find_ncu()):
+                        raise
+                    self._tool = "ncu"
+                    key = self._baseline_key()
+                    if key not in _BASELINE_OBSERVATIONS:
+                        _BASELINE_OBSERVATIONS[key] = self._run_baseline_observation()
             return _BASELINE_OBSERVATIONS[key]
 
     def _baseline_key(self) -> tuple:
@@ -793,7 +806,7 @@ class Grader:
             check = parse_check_result(load_json_untrusted(results / (OBSERVED_PREFIX + CHECK_RESULT)),
                                        len(self.configs))
             if self._tool == "tracer":
-                kernels = tracer.parse_trace(results, lambda path: read_untrusted(path, 64 << 20))
+                kernels = tracer.parse_trace(results, lambda path: read_untrusted(path, MAX_TRACE_BYTES))
             else:
                 kernels = parse_report(read_untrusted(results / "ncu.csv", 64 << 20).decode(errors="replace"))
         except UntrustedFileError as e:
