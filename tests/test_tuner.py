@@ -3,6 +3,8 @@ original, keeps to the step budget, and on the CPU main job ends correct with a 
 import re
 from pathlib import Path
 
+import pytest
+
 from kernelgym.policy import load_policy
 
 TASK_KERNEL = (Path(__file__).resolve().parents[1] / "kernelgym" / "tasks" / "triton" / "rmsnorm" / "kernel.py").read_text()
@@ -131,3 +133,14 @@ def test_main_job_on_the_cpu_ends_correct_with_fewer_bytes(tmp_path, require_bwr
         assert original["kind"] == "model" and original["bytes_ratio"] == 1.0
     finally:
         env.close()
+
+
+def test_the_tuner_refuses_a_workspace_without_its_kernel_or_bench(tmp_path):
+    from kernelgym.errors import PolicyConfigError
+    from kernelgym.policies.tuner.policy import TunerConfig, TunerPolicy
+    policy = TunerPolicy(TunerConfig())
+    (tmp_path / "kernel.py").write_text("")
+    with pytest.raises(PolicyConfigError, match="no bench.py"):
+        policy.reset({"prompt": ""}, {"workspace": str(tmp_path)})
+    (tmp_path / "bench.py").write_text("")
+    policy.reset({"prompt": ""}, {"workspace": str(tmp_path)})  # both there: it starts

@@ -34,6 +34,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Generator
 
+from kernelgym.errors import PolicyConfigError
+
 CHECK_LINE = re.compile(r"CHECK correct=(\d+)/(\d+) time_ms=(\S+)")
 BENCH_LINE = re.compile(r"BENCH kind=(\w+) speedup_mean=(\S+) speedup_geomean=(\S+) band=(\S+)\.\.(\S+) "
                         r"bytes_ratio=(\S+) configs=(\d+)")
@@ -156,6 +158,19 @@ class TunerPolicy:
         self.log: list[dict[str, Any]] = []
 
     def reset(self, observation: dict[str, str], info: dict[str, Any]) -> None:
+        """Start an episode.
+
+        Raises:
+            PolicyConfigError: the workspace lacks the kernel file or ``bench.py`` the tuner works with (tasks in
+                the reference arena's format have no bench.py): a policy error of the episode, not a guess.
+        """
+        workspace = Path((info or {}).get("workspace") or "")
+        if str(workspace) not in ("", ".") and workspace.is_dir():
+            missing = [f for f in (self.config.file, "bench.py") if not (workspace / f).is_file()]
+            if missing:
+                raise PolicyConfigError(
+                    f"the tuner works on kernelgym's own Triton tasks: this workspace has no {' and no '.join(missing)} "
+                    f"(set `file` in the tuner's config for another kernel file; reference-format tasks have no bench.py)")
         m = STEPS_IN_PROMPT.search((observation or {}).get("prompt", ""))
         self._steps_left = int(m.group(1)) if m else None
         self._plan = self._run()
