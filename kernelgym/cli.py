@@ -334,7 +334,7 @@ def print_results(results: list[dict], interpreter: bool) -> None:
     notes = {r["usage"]["note"] for r in results if (r.get("usage") or {}).get("note")}
     for note in sorted(notes):
         console.print(f"[yellow]cost: {note}[/]", soft_wrap=True)
-    if results:
+    if results and results[-1]["grade"].get("configs"):  # a reference-format task's grade has no configs
         console.print(f"Per config, episode {len(results)}:")
         for row in results[-1]["grade"].get("configs", []):
             t = (f"  baseline {row['baseline_ms']:.4f} ms  candidate {row['candidate_ms']:.4f} ms  "
