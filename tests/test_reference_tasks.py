@@ -376,3 +376,15 @@ def test_cli_run_grades_a_reference_task_and_logs_the_trajectory(tmp_path, requi
     events = [json.loads(line) for line in (run_dir / "trajectories.jsonl").read_text().splitlines()]
     assert "test_add_kernel.py" in events[0]["observation"]["prompt"]
     assert any("test_add_kernel.py" in json.dumps(e.get("observation", {})) for e in events[1:])
+
+
+def test_unseen_replay_of_a_reference_task_episode_says_why_not(tmp_path):
+    from kernelgym.errors import TaskSpecError
+    from kernelgym.unseen.replay import replay_run
+    folder = Path(__file__).resolve().parent / "data" / "reference_tasks" / "vllm_silu_and_mul"
+    ep = tmp_path / "episodes" / "ep1"
+    ep.mkdir(parents=True)
+    (ep / "episode.json").write_text(json.dumps({"task_dir": str(folder), "task": "x", "hardware": "cpu-interpreter"}))
+    (ep / "grade.json").write_text(json.dumps({"score": 120.0}))
+    with pytest.raises(TaskSpecError, match="no unseen configs"):
+        replay_run(tmp_path)

@@ -9,6 +9,7 @@ from typing import Any, Callable
 from kernelgym.grader import GraderConfig
 from kernelgym.hardware import detect_profile
 from kernelgym.discovery import get_task
+from kernelgym.errors import TaskSpecError
 from kernelgym.task import load_task
 from kernelgym.unseen.evaluate import QUADRANTS, evaluate_unseen
 from kernelgym.unseen.store import unseen_configs
@@ -24,6 +25,7 @@ def replay_run(run_dir: Path, seed: int = 0, sandbox: str = "bwrap",
 
     Raises:
         FileNotFoundError: `run_dir` holds no graded episodes.
+        TaskSpecError: an episode is of a reference-format task (its scripts fix their shapes: nothing unseen to replay).
     """
     run_dir = Path(run_dir).resolve()
     episodes = sorted(p.parent for p in run_dir.rglob("episodes/*/grade.json"))
@@ -33,7 +35,11 @@ def replay_run(run_dir: Path, seed: int = 0, sandbox: str = "bwrap",
     for k, ep in enumerate(episodes):
         meta = json.loads((ep / "episode.json").read_text())
         seen = json.loads((ep / "grade.json").read_text())
-        task = load_task(meta["task_dir"]) if Path(meta["task_dir"]).is_dir() else get_task(meta["task"])
+        task_dir = Path(meta["task_dir"])
+        if (task_dir / "config.yaml").is_file() and not (task_dir / "task.yaml").is_file():
+            raise TaskSpecError(f"{ep.name}: {task_dir.name} is a task in the reference arena's format, whose scripts fix "
+                             f"their own shapes: it has no unseen configs to replay (docs/REFERENCE_TASKS.md)")
+        task = load_task(task_dir) if task_dir.is_dir() else get_task(meta["task"])
         hardware = detect_profile(meta["hardware"])
         if progress:
             progress(k, len(episodes), ep.name)
