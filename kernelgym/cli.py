@@ -190,6 +190,11 @@ def cmd_run(args: argparse.Namespace) -> int:
     reference = find_reference_task(args.task, tasks_dir=args.tasks_dir)
     task = reference or get_task(args.task, tasks_dir=args.tasks_dir)
     hardware = detect_profile(args.hardware, root=hardware_roots(args))
+    if reference is None:  # refused now, with the reason, before any run directory is made
+        if not hardware.supports(task.spec.language):
+            raise KernelGymError(f"{task.name} is a {task.spec.language} task, which {hardware.id} cannot run "
+                                 f"(pick another task, or run on hardware that supports {task.spec.language})")
+        task.require_supported(hardware)
     if not args.resume:
         label = re.sub(r"[^A-Za-z0-9_.-]+", "_", f"{args.task}-{args.policy}")
         run_dir = Path(args.run_dir) / f"{time.strftime('%Y%m%d-%H%M%S')}-{label}"

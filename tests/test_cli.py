@@ -195,3 +195,11 @@ def test_resume_refuses_a_folder_that_is_not_a_run(tmp_path):
     proc = subprocess.run([sys.executable, "-m", "kernelgym.cli", "run", "--resume", str(tmp_path)],
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 2 and "not a run directory" in proc.stderr + proc.stdout
+
+
+def test_run_refuses_a_task_the_hardware_cannot_run_before_making_a_run_dir(tmp_path, capsys):
+    runs = tmp_path / "runs"
+    assert main(["run", "--task", "cuda-gelu", "--run-dir", str(runs)]) != 0
+    out = capsys.readouterr()
+    assert "cpu-interpreter cannot run" in out.out + out.err
+    assert not runs.exists()
