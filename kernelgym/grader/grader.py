@@ -270,6 +270,11 @@ class Grader:
         per = PER_CONFIG_S["interpreter" if self.hardware.interpreter else "gpu"]
         return max(TIMEOUT_FLOOR_S, COMPILE_BUDGET_S + per * max(len(self.configs), 1))
 
+    @property
+    def _timed(self) -> bool:
+        """Whether gradings time the candidate against the baseline (a GPU, and `GraderConfig.measure`)."""
+        return not self.hardware.interpreter and self.config.measure
+
     # -- the warm worker (the fast path) ---------------------------------------------------------------------------
     def start_worker(self, seed: int | None = None) -> None:
         """Start a warm worker (see worker.py). With `seed`, also prepare the grading of that seed while the agent
@@ -751,7 +756,7 @@ class Grader:
             self._observer_thread.join()  # the observed run started ahead may still be starting
         with self._ahead_lock:
             self._ahead_token, ahead, self._observing = None, self._observing, None
-        session.observer_ahead = "none started" if ahead is None else "used"
+        session.observer_ahead = "none started"  # the used run's own line follows its exit
         if ahead is not None and (ahead.gdir != session.gdir or ahead.proc.poll() is not None):
             code = ahead.proc.poll()
             kill_group(ahead.proc)  # prepared for another grading, or died before go: no candidate code ran in it
@@ -882,8 +887,6 @@ class Grader:
         """Run harness.py on `gdir`: through the warm worker when one is up, else in a fresh sandboxed process.
         Returns the raw (check result, timing result or None) as the harness wrote them (untrusted; parsed by
         `_run_candidate`); failures are results, not raises."""
-        # The parent's own copy: the harness deletes the file once it has prepared (the seed is not the candidate's).
-        request = self._request(gdir, seed, not self.hardware.interpreter and self.config.measure).to_json()
         check_path, time_path = gdir / CHECK_RESULT, gdir / TIME_RESULT
         timed_out, output = False, None
         if self.worker is not None and self.worker.alive():
@@ -900,8 +903,10 @@ class Grader:
             # Otherwise the result stands, whatever it is: a candidate that killed the worker or deleted its log
             # gets no second run (and no second chance at the grading directory's request).
         if output is None:
-            (gdir / REQUEST).unlink(missing_ok=True)  # rewritten by the parent, never read back from the grading dir
-            write_new(gdir / REQUEST, json.dumps(request).encode())
+            # The parent's own copy, never read back from the grading directory: the harness deletes the file once it
+            # has prepared (the seed is not the candidate's).
+            (gdir / REQUEST).unlink(missing_ok=True)
+            write_new(gdir / REQUEST, json.dumps(self._request(gdir, seed, self._timed).to_json()).encode())
             sandbox = make_sandbox(self.config.sandbox, gdir, readonly=[*HARNESS_FILES, *self._readonly()],
                                    gpu=not self.hardware.interpreter, env=self._harness_env(gdir))
             # Alone in its pid namespace (bwrap), the harness stops every other process before it writes a result.
@@ -923,7 +928,7 @@ class Grader:
             timed = load_json_untrusted(time_path) if os.path.lexists(time_path) else None
         except UntrustedFileError:
             timed = None
-        if timed is None and request["baseline_directory"] and check.get("stage") == "check":
+        if timed is None and self._timed and check.get("stage") == "check":
             timed = {"stage": "time-failed", "error": f"timing produced no result:\n{output[-3000:]}"}
         return check, timed
 
@@ -944,7 +949,7 @@ class Grader:
         gdir = self.work_dir / f"grade-{time.strftime('%Y%m%d-%H%M%S')}-{uuid.uuid4().hex[:6]}"
         gdir.mkdir(parents=True, mode=0o700)  # owner-only: what the candidate leaves there is out of other users' reach
         copy_public(self.task, gdir)
-        timed = not self.hardware.interpreter and self.config.measure
+        timed = self._timed
         write_new(gdir / REQUEST, json.dumps(self._request(gdir, seed, timed).to_json()).encode())
         seen = self.configs == self.task.configs_for(self.hardware.interpreter)
         return GradingSession.start(self.task, gdir, seed, self.configs, timed, gpu=not self.hardware.interpreter,
@@ -970,8 +975,7 @@ class Grader:
     def _readonly(self) -> list[Path]:
         """Paths the candidate's sandbox sees read-only besides `HARNESS_FILES`: the pristine baseline, and (compiled
         languages, where the baseline is timed) the baseline's build, which only the trusted build step wrote."""
-        timed = not self.hardware.interpreter and self.config.measure
-        return [self.baseline_dir, *([self._baseline_built()] if self.backend.BUILDS and timed else [])]
+        return [self.baseline_dir, *([self._baseline_built()] if self.backend.BUILDS and self._timed else [])]
 
     def _harness_env(self, directory: Path | None = None) -> dict[str, str]:
         """The harness's environment: the interpreter's variables on the CPU; on a GPU, with `directory`, Triton's
