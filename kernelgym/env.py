@@ -26,6 +26,18 @@ from kernelgym.workspace import create_workspace, resolve_in_workspace
 DEFAULT_RUN_DIR = Path(os.environ.get("KERNELGYM_RUN_DIR", "kernelgym-runs"))
 
 
+def check_env_args(render_mode: str | None, max_steps: int) -> None:
+    """Refuse constructor arguments no env of this package takes.
+
+    Raises:
+        ValueError: `render_mode` is not None or ``"ansi"``, or `max_steps` is below 1.
+    """
+    if render_mode not in (None, "ansi"):
+        raise ValueError(f"render_mode must be None or 'ansi', got {render_mode!r}")
+    if max_steps < 1:
+        raise ValueError(f"max_steps must be >= 1, got {max_steps}")
+
+
 class KernelArenaEnv(gym.Env):
     """Optimize a GPU kernel inside a sandboxed workspace; the episode ends with the gated arena score.
 
@@ -81,10 +93,7 @@ class KernelArenaEnv(gym.Env):
                  max_wall_s: float = 3600.0, command_timeout_s: float = 300.0,
                  grader: GraderConfig | None = None, render_mode: str | None = None,
                  tasks_dir: str | Path | list[str | Path] | None = None, workspace_cap_bytes: int = 4 << 30):
-        if render_mode not in (None, "ansi"):
-            raise ValueError(f"render_mode must be None or 'ansi', got {render_mode!r}")
-        if max_steps < 1:
-            raise ValueError(f"max_steps must be >= 1, got {max_steps}")
+        check_env_args(render_mode, max_steps)
         self.task = task if isinstance(task, Task) else get_task(task, tasks_dir=tasks_dir)
         self.hardware = hardware if isinstance(hardware, HardwareProfile) else detect_profile(hardware)
         self.task.require_supported(self.hardware)  # the task's unsupported_hardware: refused now, with the reason

@@ -204,6 +204,16 @@ class Task:
         return f"Task({self.env_id!r}, root={str(self.root)!r})"
 
 
+def spec_error(path: Path, error: ValidationError) -> TaskSpecError:
+    """A `TaskSpecError` for the task file at `path` with one line per problem pydantic found, each naming the file
+    and the field (``{path}: field `a.b`: message``)."""
+    lines = []
+    for err in error.errors():
+        loc = ".".join(str(x) for x in err["loc"]) or "(top level)"
+        lines.append(f"{path}: field `{loc}`: {err['msg']}")
+    return TaskSpecError("\n".join(lines))
+
+
 def load_task(task_dir: str | Path) -> Task:
     """Load and validate ``task_dir/task.yaml``.
 
@@ -224,11 +234,7 @@ def load_task(task_dir: str | Path) -> Task:
     try:
         spec = TaskSpec.model_validate(raw)
     except ValidationError as e:
-        lines = []
-        for err in e.errors():
-            loc = ".".join(str(x) for x in err["loc"]) or "(top level)"
-            lines.append(f"{path}: field `{loc}`: {err['msg']}")
-        raise TaskSpecError("\n".join(lines)) from None
+        raise spec_error(path, e) from None
     for field, ref in (("entry_point", spec.entry_point), ("reference", spec.reference),
                        ("input_builder", spec.input_builder)):
         f = ref.split(":")[0]

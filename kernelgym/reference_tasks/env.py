@@ -14,7 +14,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from kernelgym.env import DEFAULT_RUN_DIR, KernelArenaEnv
+from kernelgym.env import DEFAULT_RUN_DIR, KernelArenaEnv, check_env_args
 from kernelgym.errors import UnknownTaskError
 from kernelgym.grader import GraderConfig
 from kernelgym.hardware import HardwareProfile, detect_profile
@@ -70,10 +70,7 @@ class ReferenceTaskEnv(KernelArenaEnv):
                  max_wall_s: float = 3600.0, command_timeout_s: float = 300.0,
                  grader: GraderConfig | None = None, render_mode: str | None = None,
                  tasks_dir: str | Path | list[str | Path] | None = None, workspace_cap_bytes: int = 4 << 30):
-        if render_mode not in (None, "ansi"):
-            raise ValueError(f"render_mode must be None or 'ansi', got {render_mode!r}")
-        if max_steps < 1:
-            raise ValueError(f"max_steps must be >= 1, got {max_steps}")
+        check_env_args(render_mode, max_steps)
         found = task if isinstance(task, ReferenceTask) else find_reference_task(str(task), tasks_dir=tasks_dir)
         if found is None:
             raise UnknownTaskError(f"Unknown reference-format task {task!r}: no folder holding config.yaml of that "

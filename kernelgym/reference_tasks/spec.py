@@ -17,6 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from kernelgym.discovery import Dirs, TaskProblem, as_dirs, env_dirs, TASKS_PATH_ENV
 from kernelgym.errors import TaskSpecError
+from kernelgym.task import spec_error
 
 CONFIG = "config.yaml"
 #: Keys that only the reference format uses: a config.yaml with none of them is not a reference task.
@@ -162,11 +163,7 @@ def load_reference_task(task_dir: str | Path) -> ReferenceTask:
     try:
         spec = ReferenceTaskSpec.model_validate(raw)
     except ValidationError as e:
-        lines = []
-        for err in e.errors():
-            loc = ".".join(str(x) for x in err["loc"]) or "(top level)"
-            lines.append(f"{path}: field `{loc}`: {err['msg']}")
-        raise TaskSpecError("\n".join(lines)) from None
+        raise spec_error(path, e) from None
     missing = [f for f in spec.source_file_path if not (root / f).is_file()]
     if missing:
         raise TaskSpecError(f"{path}: field `source_file_path`: {', '.join(repr(f) for f in missing)} not found in "
