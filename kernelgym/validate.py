@@ -115,7 +115,8 @@ def _error(e: BaseException, task: Task) -> str:
 
 
 def _run_reference(task: Task, config: dict, seed: int, device: str) -> tuple:
-    """The reference's outputs on `config`'s inputs for `seed`, on the CPU; raises ValueError unless each is a
+    """The reference's outputs on `config`'s inputs for `seed`, made and computed on `device` (on a GPU: the
+    reference must not mix in tensors it makes on the CPU), returned on the CPU; raises ValueError unless each is a
     non-empty tensor with finite values."""
     import torch
     outs = _reference_outputs(task, config, seed, device)

@@ -96,3 +96,24 @@ def test_every_task_refuses_trivial_outputs_and_runs_its_reference_on_every_seen
         refs = reference_outputs(task, cfg, seed=0)
         assert len(refs) == len(task.spec.outputs)
         assert trivial_passes(task, cfg, prepare_outputs(task, cfg, refs)) == []
+
+
+#: Factories that make a tensor on the CPU unless given `device=`.
+_FACTORIES = {"arange", "full", "zeros", "ones", "empty", "tensor", "eye", "linspace", "randn", "rand", "randint"}
+
+
+@pytest.mark.parametrize("name", sorted(discover_tasks()))
+def test_reference_functions_make_no_tensor_on_the_cpu_only(name):
+    """On a GPU, `kernelgym validate` and the task suite run each reference on its inputs on the GPU: a tensor a
+    reference makes without `device=` lands on the CPU and the op mixing the two raises (found on the H200:
+    argmax-sampling's `torch.arange`). The input builder may: it draws on the CPU and moves what it returns."""
+    import ast
+    task = get_task(name)
+    file, func = task.spec.reference.split(":")
+    tree = ast.parse((task.root / file).read_text())
+    fn = next(n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == func)
+    bad = [f"line {n.lineno}: torch.{n.func.attr}(...)" for n in ast.walk(fn)
+           if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr in _FACTORIES
+           and isinstance(n.func.value, ast.Name) and n.func.value.id == "torch"
+           and not any(k.arg == "device" for k in n.keywords)]
+    assert not bad, f"{name}: {file}:{func} makes tensors without device=: {bad}"

@@ -16,5 +16,5 @@ def argmax_sampling_reference(logits: torch.Tensor) -> torch.Tensor:
     torch.argmax's tie-breaking)."""
     x = logits.float()
     m = x.amax(dim=-1, keepdim=True)
-    idx = torch.arange(x.shape[-1], dtype=torch.int64).expand_as(x)
+    idx = torch.arange(x.shape[-1], dtype=torch.int64, device=x.device).expand_as(x)
     return torch.where(x == m, idx, x.shape[-1]).amin(dim=-1)

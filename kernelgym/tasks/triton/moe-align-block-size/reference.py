@@ -25,11 +25,11 @@ def moe_align_block_size_reference(topk_ids: torch.Tensor, num_experts: int, blo
     start = torch.cumsum(counts, 0) - counts
     order = torch.sort(flat, stable=True).indices
     experts = flat[order]
-    pos = padded_start[experts] + torch.arange(numel) - start[experts]
-    sorted_ids = torch.full((max_padded,), numel, dtype=torch.int32)
+    pos = padded_start[experts] + torch.arange(numel, device=flat.device) - start[experts]
+    sorted_ids = torch.full((max_padded,), numel, dtype=torch.int32, device=flat.device)
     sorted_ids[pos] = order.to(torch.int32)
     n_blocks = (max_padded + block_size - 1) // block_size
-    expert_ids = torch.full((n_blocks,), -1, dtype=torch.int32)
-    used = torch.repeat_interleave(torch.arange(num_experts), padded // block_size).to(torch.int32)
+    expert_ids = torch.full((n_blocks,), -1, dtype=torch.int32, device=flat.device)
+    used = torch.repeat_interleave(torch.arange(num_experts, device=flat.device), padded // block_size).to(torch.int32)
     expert_ids[: used.numel()] = used
     return sorted_ids, expert_ids
