@@ -23,6 +23,7 @@ speedups are empty and the run checks only the plumbing.
 """
 import argparse
 import ast
+import re
 import dataclasses
 import json
 import statistics
@@ -35,12 +36,14 @@ from task_check import workspace  # benchmarks/task_check.py: a fresh workspace 
 
 from kernelgym.discovery import discover_tasks
 from kernelgym.grader import Grader, GraderConfig
+from kernelgym.grader.protocol import HARNESS_LOG
 from kernelgym.hardware import detect_profile
 from kernelgym.validate import check_unseen
 
 ROOT = Path(__file__).resolve().parent.parent
 #: Known-faster kernels kept under benchmarks/ rather than tests/ (measured on the H200 by issue 10's runs).
 EXTRA_FAST = {"triton-fused-add-rmsnorm": ROOT / "benchmarks" / "kernels" / "fused_add_rmsnorm_fast.py"}
+PHASE_LINE = re.compile(r"^\[harness\] (\S+) ([0-9.]+) s$", re.M)
 #: Issue 14's targets.
 NOISE_TARGET = 0.01
 FAST_TARGET = 1.2
@@ -81,16 +84,29 @@ def grade_n(task, hw, config: GraderConfig, ws: Path, seeds: list[int], label: s
                 break
             grader.start_worker(seed=seed)
             g = grader.grade(ws, seed=seed)
+            phases = harness_phases(grader.session.gdir)
             per = [round(c["speedup"], 3) if c.get("speedup") else None for c in g.configs]
             print(f"  [{budget.elapsed():6.0f} s] {task.name} {label} seed {seed}: score {g.score:.1f} speedup "
                   f"{g.speedup if g.speedup is None else round(g.speedup, 4)} in {g.elapsed_s:.1f} s, per config "
                   f"{per}" + ("" if g.correct else " NOT CORRECT"), flush=True)
+            print(f"      phases: {g.phases_s and {k: round(v, 2) for k, v in g.phases_s.items()}}; harness {phases}",
+                  flush=True)
             if not g.correct:
                 print(g.summary(), flush=True)
-            out.append({"label": label, "seed": seed, **g.to_dict()})
+            out.append({"label": label, "seed": seed, "harness_phases_s": phases, **g.to_dict()})
     finally:
         grader.stop_worker()
     return out
+
+
+def harness_phases(gdir: Path) -> dict[str, float]:
+    """The checked run's own phase times (its ``harness.log``: prepare, import, check, time and per-config timing
+    steps), s; for diagnosis only: the candidate's process writes that log."""
+    try:
+        text = (gdir / HARNESS_LOG).read_text(errors="replace")
+    except OSError:
+        return {}
+    return {m[1]: float(m[2]) for m in PHASE_LINE.finditer(text)}
 
 
 def summarize(task_name: str, rows: list[dict], unseen: dict | None) -> dict:
