@@ -30,9 +30,11 @@ def rmsnorm_kernel(x_ptr, w_ptr, y_ptr, n_cols, x_row_stride, y_row_stride, eps,
         cols = tl.arange(0, BLOCK)
         mask = cols < n_cols
         x = tl.load(x_row + cols, mask=mask, other=0.0).to(tl.float32)
+        # The weight is loaded before the reduction, so both loads are in flight at once: a multi-warp reduction
+        # synchronizes the block, and a load after it would wait a second memory latency.
+        w = tl.load(w_ptr + cols, mask=mask, other=0.0).to(tl.float32)
         mean_sq = tl.sum(x * x, axis=0) / n_cols
         rstd = 1.0 / tl.sqrt(mean_sq + eps)
-        w = tl.load(w_ptr + cols, mask=mask, other=0.0).to(tl.float32)
         tl.store(y_row + cols, (x * rstd * w).to(y_ptr.dtype.element_ty), mask=mask)
     else:
         # Long rows: sum of squares, then normalize (x read twice).
