@@ -149,6 +149,39 @@ def markdown(rows: list[dict]) -> str:
     return "\n".join(lines)
 
 
+def merge(paths: list[str], language: str) -> dict:
+    """One result from several runs' JSON files (the suite takes more than one 10-minute call): every task's gradings
+    from all of them, summarized together; a task's unseen-config result from the last file that ran it; tasks in
+    none of them are listed as not run."""
+    tasks = {n: t for n, t in sorted(discover_tasks().items()) if language == "all" or t.spec.language == language}
+    name_of = {t.env_id: n for n, t in tasks.items()}
+    gradings: dict[str, list[dict]] = {}
+    unseen: dict[str, dict] = {}
+    not_run: dict[str, str] = {}
+    runs = []
+    for path in paths:
+        data = json.loads(Path(path).read_text())
+        runs.append({"file": str(path), "machine": data["machine"], "date": data["date"], "argv": data["argv"]})
+        for g in data["gradings"]:
+            gradings.setdefault(name_of.get(g["task"], g["task"]), []).append(g)
+        for row in data["rows"]:
+            if row.get("not_run"):
+                not_run[row["task"]] = row["not_run"]
+            elif row.get("unseen_reference") is not None:
+                unseen[row["task"]] = row["unseen_reference"]
+    rows = [summarize(n, gradings[n], unseen.get(n)) if n in gradings
+            else {"task": n, "not_run": not_run.get(n, "in none of the merged runs")} for n in tasks]
+    return {"merged": runs, "targets": {"noise_median_max": NOISE_TARGET, "fast_min": FAST_TARGET}, "rows": rows,
+            "gradings": [{"task_name": n, **g} for n in gradings for g in gradings[n]]}
+
+
+def failures(rows: list[dict]) -> list[str]:
+    """Tasks that were graded and missed a target, were not correct, or whose reference failed on unseen configs."""
+    return [r["task"] for r in rows if not r.get("not_run") and (
+        not r["baseline_correct"] or r["noise_ok"] is False or r["fast_ok"] is False
+        or (r["unseen_reference"] and not r["unseen_reference"]["passed"]))]
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", default="task_suite.json", help="the JSON written (after every task)")
@@ -161,7 +194,17 @@ def main() -> int:
     ap.add_argument("--no-unseen", action="store_true", help="do not run the references on the unseen configs")
     ap.add_argument("--budget-s", type=float, default=510.0,
                     help="no grading starts after this many seconds; what was graded is written")
+    ap.add_argument("--merge", nargs="+", metavar="JSON",
+                    help="grade nothing: merge these runs' JSON files into --out and print one table")
     args = ap.parse_args()
+    if args.merge:
+        merged = merge(args.merge, args.language)
+        Path(args.out).write_text(json.dumps(merged, indent=1, default=str))
+        print(markdown(merged["rows"]))
+        failed = failures(merged["rows"])
+        if failed:
+            print(f"missed a target or not correct: {', '.join(failed)}", flush=True)
+        return 1 if failed else 0
     only = {n for n in args.only.split(",") if n}
     skip = {n for n in args.skip.split(",") if n}
     tasks = {n: t for n, t in sorted(discover_tasks().items())
@@ -198,9 +241,11 @@ def main() -> int:
             continue
         print(f"[{budget.elapsed():6.0f} s] task {i + 1}/{len(tasks)}: {name}", flush=True)
         rows = graded[name] = grade_n(task, hw, quiet, workspace(task), list(range(args.n)), "baseline", budget)
+        write()  # a call cut short by its time limit keeps what was graded
         if name in fast:
             rows += grade_n(task, hw, default, workspace(task, fast[name]), list(range(200, 200 + args.fast_n)),
                             f"fast:{fast[name].name}", budget)
+            write()
         if not args.no_unseen and not budget.spent():
             check = check_unseen(task, hw)
             unseen[name] = {"passed": check.passed, "message": check.message}
@@ -213,9 +258,7 @@ def main() -> int:
     write()
     print(markdown(out["rows"]))
     print(f"written {args.out} after {budget.elapsed():.0f} s", flush=True)
-    failed = [r["task"] for r in out["rows"] if not r.get("not_run") and (
-        not r["baseline_correct"] or r["noise_ok"] is False or r["fast_ok"] is False
-        or (r["unseen_reference"] and not r["unseen_reference"]["passed"]))]
+    failed = failures(out["rows"])
     if failed:
         print(f"missed a target or not correct: {', '.join(failed)}", flush=True)
     return 1 if failed else 0

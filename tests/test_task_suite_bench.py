@@ -53,3 +53,32 @@ def test_known_faster_kernels_cover_matmul_and_attention():
     fast = task_suite.known_faster()
     assert len(fast) >= 8 and {"triton-matmul", "triton-flash-attention", "triton-paged-attention-decode"} <= set(fast)
     assert all(path.is_file() for path in fast.values())
+
+
+def test_merge_summarizes_every_task_over_the_runs_and_keeps_the_last_unseen_result(tmp_path):
+    """The suite takes several 10-minute calls on the H200: --merge makes their one table. A task graded in two runs
+    is summarized over both runs' gradings; its unseen-config result comes from the later run."""
+    def grading(env_id, speedup):
+        return {"task": env_id, "label": "baseline", "seed": 0, "speedup": speedup, "correct": True, "score": 220.0}
+    env = "KernelArena/triton-cumsum-v0"
+    first = {"machine": "NVIDIA H200", "date": "d1", "argv": [], "gradings": [grading(env, 1.02), grading(env, 1.03)],
+             "rows": [{"task": "triton-cumsum", "unseen_reference": {"passed": False, "message": "old"}},
+                      {"task": "triton-embedding", "not_run": "the budget of 1 s was spent"}]}
+    second = {"machine": "NVIDIA H200", "date": "d2", "argv": [],
+              "gradings": [grading(env, 1.001), grading(env, 0.999), grading(env, 1.002)],
+              "rows": [{"task": "triton-cumsum", "unseen_reference": {"passed": True, "message": "new"}}]}
+    paths = []
+    for i, data in enumerate((first, second)):
+        paths.append(tmp_path / f"run{i}.json")
+        paths[-1].write_text(json.dumps(data))
+    out = tmp_path / "merged.json"
+    proc = subprocess.run([sys.executable, str(SCRIPT), "--merge", *map(str, paths), "--out", str(out)],
+                          capture_output=True, text=True, timeout=300, cwd=ROOT)
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    rows = {r["task"]: r for r in json.loads(out.read_text())["rows"]}
+    cumsum = rows["triton-cumsum"]
+    assert cumsum["noise_n"] == 5 and abs(cumsum["noise_median"] - 0.002) < 1e-9 and cumsum["noise_ok"]
+    assert cumsum["unseen_reference"]["message"] == "new"
+    assert rows["triton-embedding"]["not_run"] == "the budget of 1 s was spent"
+    assert rows["triton-softmax"]["not_run"] == "in none of the merged runs"
+    assert "| triton-cumsum | 0.20% (5) |" in proc.stdout
