@@ -97,15 +97,23 @@ class KernelArenaEnv(gym.Env):
         self.task = task if isinstance(task, Task) else get_task(task, tasks_dir=tasks_dir)
         self.hardware = hardware if isinstance(hardware, HardwareProfile) else detect_profile(hardware)
         self.task.require_supported(self.hardware)  # the task's unsupported_hardware: refused now, with the reason
+        self._set_up(run_dir, sandbox, max_steps, max_wall_s, command_timeout_s, render_mode, workspace_cap_bytes,
+                     dataclasses.replace(grader or GraderConfig(), sandbox=sandbox))
+
+    def _set_up(self, run_dir: str | Path | None, sandbox: str, max_steps: int, max_wall_s: float,
+                command_timeout_s: float, render_mode: str | None, workspace_cap_bytes: int,
+                grader_config: GraderConfig) -> None:
+        """What every env of this family holds once its task and hardware are known: the run directory, the
+        sandbox (refused now, with the fix, if bubblewrap cannot run), the limits, the spaces and the grader's
+        configuration (whose sandbox is the env's: the grader sandboxes the candidate as the env sandboxes commands)."""
         self.run_dir = Path(run_dir if run_dir is not None else DEFAULT_RUN_DIR).resolve()
         self.run_dir.mkdir(parents=True, exist_ok=True)
         self.sandbox_kind = sandbox
-        make_sandbox(sandbox, self.run_dir)  # refuse to start now, with the fix, if bubblewrap cannot run
+        make_sandbox(sandbox, self.run_dir)
         self.max_steps, self.max_wall_s, self.render_mode = max_steps, max_wall_s, render_mode
         self.command_limits = Limits(timeout_s=command_timeout_s)
         self.workspace_cap_bytes = workspace_cap_bytes
-        # The grader sandboxes the candidate the same way the env sandboxes commands.
-        self.grader_config = dataclasses.replace(grader or GraderConfig(), sandbox=sandbox)
+        self.grader_config = grader_config
         self.action_space = action_space()
         self.observation_space = observation_space()
         self.workspace: Path | None = None

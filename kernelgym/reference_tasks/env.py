@@ -14,7 +14,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from kernelgym.env import DEFAULT_RUN_DIR, KernelArenaEnv, check_env_args
+from kernelgym.env import KernelArenaEnv, check_env_args
 from kernelgym.errors import UnknownTaskError
 from kernelgym.grader import GraderConfig
 from kernelgym.hardware import HardwareProfile, detect_profile
@@ -22,8 +22,8 @@ from kernelgym.prompt import ROLES
 from kernelgym.reference_tasks.grader import ReferenceGrader, prepare_dir
 from kernelgym.reference_tasks.spec import ReferenceTask, find_reference_task
 from kernelgym.reference_tasks.support import check_supported
-from kernelgym.sandbox import Limits, make_sandbox
-from kernelgym.spaces import ActionError, action_space, observation_space, to_observation_text
+from kernelgym.sandbox import make_sandbox
+from kernelgym.spaces import ActionError, to_observation_text
 
 ACTIONS = """\
 Actions (one per step, as JSON):
@@ -79,20 +79,8 @@ class ReferenceTaskEnv(KernelArenaEnv):
         self.task = found
         self.hardware = hardware if isinstance(hardware, HardwareProfile) else detect_profile(hardware)
         check_supported(self.task, self.hardware)
-        self.run_dir = Path(run_dir if run_dir is not None else DEFAULT_RUN_DIR).resolve()
-        self.run_dir.mkdir(parents=True, exist_ok=True)
-        self.sandbox_kind = sandbox
-        make_sandbox(sandbox, self.run_dir)  # refuse to start now, with the fix, if bubblewrap cannot run
-        self.max_steps, self.max_wall_s, self.render_mode = max_steps, max_wall_s, render_mode
-        self.command_limits = Limits(timeout_s=command_timeout_s)
-        self.workspace_cap_bytes = workspace_cap_bytes
-        self.grader_config = dataclasses.replace(grader or GraderConfig(), sandbox=sandbox, warm_worker=False)
-        self.action_space = action_space()
-        self.observation_space = observation_space()
-        self.workspace = None
-        self.grader = None
-        self._done = True
-        self._last_output = ""
+        self._set_up(run_dir, sandbox, max_steps, max_wall_s, command_timeout_s, render_mode, workspace_cap_bytes,
+                     dataclasses.replace(grader or GraderConfig(), sandbox=sandbox, warm_worker=False))
 
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
         super(KernelArenaEnv, self).reset(seed=seed)
