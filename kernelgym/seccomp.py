@@ -10,6 +10,10 @@ program that probes them gets an error, not a crash):
   reading, writing, steering or probing another process. Debuggers (gdb, strace) do not work in the sandbox.
 - ``io_uring_setup``, ``io_uring_enter``, ``io_uring_register``: io_uring's operations are not system calls, so a
   filter cannot see what they do.
+- ``keyctl``, ``add_key``, ``request_key``: the kernel's keyrings are not namespaced. A sandbox inherits the session
+  keyring of the process that started kernelgym (host secrets such as Kerberos tickets live there), and every
+  sandbox of a root-started kernelgym shares uid 65534's user keyring, a channel between episodes (a review read
+  one episode's unseen configs back from another's). Docker's default profile refuses them for the same reason.
 - any system call of another ABI (32-bit x86 through ``int 0x80``, x32), which would bypass the numbers above.
 - ``socket`` and ``socketpair`` of any address family but ``AF_UNIX``, ``AF_INET``, ``AF_INET6`` and ``AF_NETLINK``
   (refused with EAFNOSUPPORT): the sandbox's network namespace confines those four, not ``AF_VSOCK``, which reached
@@ -31,9 +35,11 @@ _AUDIT_ARCH = {"x86_64": 0xC000003E, "aarch64": 0xC00000B7}
 # Syscall numbers: x86-64 from asm/unistd_64.h; aarch64 from the generic table (asm-generic/unistd.h).
 _REFUSED = {
     "x86_64": {"ptrace": 101, "process_vm_readv": 310, "process_vm_writev": 311, "kcmp": 312, "io_uring_setup": 425,
-               "io_uring_enter": 426, "io_uring_register": 427, "pidfd_getfd": 438, "process_madvise": 440},
+               "io_uring_enter": 426, "io_uring_register": 427, "pidfd_getfd": 438, "process_madvise": 440,
+               "add_key": 248, "request_key": 249, "keyctl": 250},
     "aarch64": {"ptrace": 117, "process_vm_readv": 270, "process_vm_writev": 271, "kcmp": 272, "io_uring_setup": 425,
-                "io_uring_enter": 426, "io_uring_register": 427, "pidfd_getfd": 438, "process_madvise": 440},
+                "io_uring_enter": 426, "io_uring_register": 427, "pidfd_getfd": 438, "process_madvise": 440,
+                "add_key": 217, "request_key": 218, "keyctl": 219},
 }
 _X32_SYSCALL_BIT = 0x40000000  # x86-64 syscalls made through the x32 ABI carry this bit in their number
 

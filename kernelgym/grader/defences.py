@@ -92,6 +92,11 @@ DEFENCES: tuple[Defence, ...] = (
             "which the empty network namespace confines, and refuses the rest with EAFNOSUPPORT: an allow-list, so "
             "a family added to Linux later is refused too",
             "kernelgym.seccomp:program", _a("vsock_from_sandbox"), "ci"),
+    Defence("seccomp_keyrings", "reading or writing the kernel's keyrings, which no namespace confines: the host "
+            "session keyring the sandbox inherits, and uid 65534's user keyring every root-started sandbox shares "
+            "(a channel between episodes)",
+            "the seccomp filter refuses keyctl, add_key and request_key with EPERM, as Docker's default profile does",
+            "kernelgym.seccomp:program", _a("keyring_from_sandbox"), "ci"),
     Defence("seccomp_other_abis", "making the refused system calls through another ABI (int 0x80, x32), whose "
             "numbers differ",
             "the filter checks the ABI of every call first and refuses all but the native one, rather than listing "
