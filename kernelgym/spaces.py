@@ -12,6 +12,7 @@ U+00A0-U+2FFF, which covers compiler and profiler output; other characters becom
 """
 from __future__ import annotations
 
+import dataclasses
 import json
 from dataclasses import dataclass
 from typing import Any
@@ -75,13 +76,23 @@ class Action:
 
 
 def parse_action(action: Any) -> Action:
-    """Turn a dict, JSON string, or space sample into an `Action`.
+    """Turn a dict, JSON string, space sample or `Action` into a checked `Action`.
 
     Raises:
-        ActionError: not a dict or JSON object, unknown kind, wrong field types, or a required field missing.
+        ActionError: not a dict or JSON object, unknown kind, wrong field types, or a required field missing; also
+            for any other error the action's own objects raise while checked (a key whose ``__eq__`` raises).
     """
-    if isinstance(action, Action):
-        return action
+    try:
+        return _parse_action(action)
+    except ActionError:
+        raise
+    except Exception as e:  # noqa: BLE001 - whatever the action's objects raise, it is the action's fault
+        raise ActionError(f"malformed action ({type(e).__name__} while reading it)") from None
+
+
+def _parse_action(action: Any) -> Action:
+    if isinstance(action, Action):  # checked like a dict: an Action made by hand may hold anything
+        action = {f.name: getattr(action, f.name) for f in dataclasses.fields(Action)}
     if isinstance(action, (str, bytes)):
         try:
             action = json.loads(action)
@@ -97,13 +108,15 @@ def parse_action(action: Any) -> Action:
         if not 0 <= int(kind) < len(ACTION_KINDS):
             raise ActionError(f"action kind index {kind} out of range 0..{len(ACTION_KINDS) - 1}")
         kind = ACTION_KINDS[int(kind)]
-    if kind not in ACTION_KINDS:
+    if not isinstance(kind, str) or str.__str__(kind) not in ACTION_KINDS:
         raise ActionError(f"unknown action kind {kind!r}; expected one of {', '.join(ACTION_KINDS)}")
+    kind = str.__str__(kind)
     fields = {}
     for name in ("cmd", "path", "content", "old", "new"):
         value = action.get(name, "")
         if not isinstance(value, str):
             raise ActionError(f"field {name!r} must be a string, got {type(value).__name__}")
+        value = str.__str__(value)  # a plain str: a subclass could answer `in` or `==` as it likes
         if name in ("cmd", "path") and "\0" in value:  # no command line or file name can hold one
             raise ActionError(f"field {name!r} contains a NUL byte")
         fields[name] = value

@@ -80,3 +80,40 @@ def test_step_never_raises_and_a_malformed_action_does_not_end_the_episode(env, 
     obs, reward, terminated, truncated, info = env.step(action)
     assert isinstance(obs["output"], str) and reward == 0.0 and not terminated and not truncated
     assert env.observation_space.contains(obs)
+
+
+class _RaisingEq(str):
+    def __eq__(self, other):
+        raise RuntimeError("no comparing me")
+
+    __hash__ = str.__hash__
+
+
+class _RaisingContains(str):
+    def __contains__(self, item):
+        raise RuntimeError("no searching me")
+
+
+@pytest.mark.parametrize("action", [
+    Action(kind="write_file", path="kernel.py", content=None),
+    Action(kind="shell", cmd=None),
+    Action(kind="read_file", path=None),
+    Action(kind="edit_file", path="kernel.py", old="x", new=None),
+    Action(kind="bench", config="0"),
+    Action(kind="no_such_kind", path="kernel.py", content="x"),
+    {"kind": _RaisingEq("shell"), "cmd": "true"},
+    {"kind": "shell", "cmd": _RaisingContains("true")},
+], ids=["content-None", "cmd-None", "path-None", "new-None", "config-str", "unknown-kind", "kind-eq-raises",
+        "cmd-contains-raises"])
+def test_an_action_object_or_odd_str_is_checked_like_a_dict_and_loses_nothing(env, action):
+    """Found by review: parse_action returned Action objects unchecked (write_file with content=None emptied
+    kernel.py, then raised TypeError out of step), and objects whose own methods raise escaped step()."""
+    kernel = env.workspace / "kernel.py"
+    before = kernel.read_bytes()
+    obs, reward, terminated, truncated, info = env.step(action)
+    if isinstance(action, Action):  # malformed: an error observation
+        assert "error" in obs["output"].lower() or "unknown" in obs["output"], obs["output"]
+    else:  # a str subclass is read as the plain string it holds: the command runs
+        assert "error" not in obs["output"].lower(), obs["output"]
+    assert reward == 0.0 and not terminated and not truncated
+    assert kernel.read_bytes() == before
