@@ -191,3 +191,4 @@ def test_host_access_and_vendor_libraries_in_cpp_are_refused(line, expected):
     # library computes what the candidate's kernels should (review, 2026-12-01).
     src = BINDING.replace("#include <torch/extension.h>", "#include <torch/extension.h>\nstatic void f() { " + line + " }")
     assert any(expected in f for f in cpp_findings(src)), cpp_findings(src)
+

@@ -46,12 +46,14 @@ def own_kernel_names(sources):
     """
     import re
     names = set()
+    # Each pattern may also end at the end of the text: an unclosed comment, bound list or declaration is then one
+    # match to the end, not a scan to the end from every later start (time quadratic in the file's size).
     for text in sources.values():
-        text = re.sub(r"//[^\n]*|/\*.*?\*/", " ", text, flags=re.S)
-        text = re.sub(r"__launch_bounds__\s*\([^)]*\)", " ", text)
-        for match in re.finditer(r"__global__([^(;{}]*)\(", text):
+        text = re.sub(r"//[^\n]*|/\*.*?(?:\*/|\Z)", " ", text, flags=re.S)
+        text = re.sub(r"__launch_bounds__\s*\([^)]*(?:\)|\Z)", " ", text)
+        for match in re.finditer(r"__global__([^(;{}]*)(?:\(|\Z)", text):
             words = re.findall(r"[A-Za-z_]\w*", match.group(1))
-            if words:
+            if words and match.group(0).endswith("("):
                 names.add(words[-1])
     return names
 VENDORS = frozenset({"nvidia", "amd"})

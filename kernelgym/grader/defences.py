@@ -92,6 +92,13 @@ DEFENCES: tuple[Defence, ...] = (
             "which the empty network namespace confines, and refuses the rest with EAFNOSUPPORT: an allow-list, so "
             "a family added to Linux later is refused too",
             "kernelgym.seccomp:program", _a("vsock_from_sandbox"), "ci"),
+    Defence("static_check_depth", "an editable file whose syntax tree is too deep for the static check to walk, "
+            "raising out of the grader", "a file too deep to walk is a finding of its own, so the provenance gate "
+            "fails with that reason", "kernelgym.grader.provenance:check_source", _a("deep_syntax_tree"), "ci"),
+    Defence("linear_source_scans", "a native source written so the grader's scans of it take time quadratic in its "
+            "size (hours for the 4 MiB cap)", "every scan of a C++ source is linear: patterns may end at the end of "
+            "the text, and the tokenizer finds line ends without copying",
+            "kernelgym.backends.cuda:own_kernel_names", _a("quadratic_cpp_scan"), "ci"),
     Defence("seccomp_keyrings", "reading or writing the kernel's keyrings, which no namespace confines: the host "
             "session keyring the sandbox inherits, and uid 65534's user keyring every root-started sandbox shares "
             "(a channel between episodes)",

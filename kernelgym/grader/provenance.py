@@ -341,38 +341,54 @@ def check_source(files: dict[str, str], entry_point: str, reference: str) -> lis
     ref_module = Path(reference.split(":")[0]).stem
     reference_names = {ref_module, reference.split(":")[0]}
     modules = {}
+    findings: list[Finding] = []
     for rel, src in files.items():
         try:
             modules[rel] = _Module(rel, src)
         except SyntaxError:
             continue
-    findings: list[Finding] = []
+        except RecursionError:
+            findings.append(Finding(rel, 1, TOO_DEEP))
     for rel, m in modules.items():
-        checker = _PathChecker(m, reference_names)
-        for stmt in m.tree.body:  # module-level code runs at import
-            checker.visit(stmt)
-        if rel == entry_file and not any(isinstance(st, (ast.FunctionDef, ast.AsyncFunctionDef)) and st.name == entry_fn
-                                         for st in m.tree.body):
-            checker.findings.append(Finding(rel, 1, f"the entry point `{entry_fn}` must be a function defined at the "
-                                                    f"module's top level"))
-        todo = [entry_fn] if rel == entry_file else []
-        todo += [n for n in checker.called]
-        seen: set[str] = set()
-        while todo:
-            name = todo.pop()
-            if name in seen:
-                continue
-            seen.add(name)
-            before = set(checker.called)
-            for fn in m.functions.get(name, []):
-                if _is_kernel(fn, m.triton_names):
-                    continue
-                for part in fn.body:
-                    checker.visit(part)
-            todo += sorted(checker.called - before - seen)
-        findings += checker.findings
+        try:
+            findings += _module_findings(rel, m, entry_file, entry_fn, reference_names)
+        except RecursionError:  # the visitors recurse over the tree: a tree this deep is refused, not read
+            findings.append(Finding(rel, 1, TOO_DEEP))
     unique = {(f.file, f.line, f.what): f for f in findings}
     return sorted(unique.values(), key=lambda f: (f.file, f.line, f.what))
+
+
+#: The finding for a file whose syntax tree is too deep to check (a review's 800-attribute expression).
+TOO_DEEP = "the file's syntax tree is nested too deeply for the static check to read; a kernel needs no such depth"
+
+
+def _module_findings(rel: str, m: "_Module", entry_file: str, entry_fn: str,
+                     reference_names: set[str]) -> list[Finding]:
+    """The static check's findings in one parsed file: its module-level code, and every function reached from the
+    entry point (in the entry file) or from module-level code."""
+    checker = _PathChecker(m, reference_names)
+    for stmt in m.tree.body:  # module-level code runs at import
+        checker.visit(stmt)
+    if rel == entry_file and not any(isinstance(st, (ast.FunctionDef, ast.AsyncFunctionDef)) and st.name == entry_fn
+                                     for st in m.tree.body):
+        checker.findings.append(Finding(rel, 1, f"the entry point `{entry_fn}` must be a function defined at the "
+                                                f"module's top level"))
+    todo = [entry_fn] if rel == entry_file else []
+    todo += [n for n in checker.called]
+    seen: set[str] = set()
+    while todo:
+        name = todo.pop()
+        if name in seen:
+            continue
+        seen.add(name)
+        before = set(checker.called)
+        for fn in m.functions.get(name, []):
+            if _is_kernel(fn, m.triton_names):
+                continue
+            for part in fn.body:
+                checker.visit(part)
+        todo += sorted(checker.called - before - seen)
+    return checker.findings
 
 
 # -- C++ and CUDA sources ----------------------------------------------------------------------------------------
@@ -398,7 +414,8 @@ def _cpp_tokens(source: str) -> list[tuple[int, str]]:
             line += 1
             i += 1
         elif source.startswith("//", i):
-            i = source.find("\n", i) if "\n" in source[i:] else n
+            end = source.find("\n", i)
+            i = n if end < 0 else end
         elif source.startswith("/*", i):
             end = source.find("*/", i + 2)
             end = n if end < 0 else end + 2

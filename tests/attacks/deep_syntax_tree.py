@@ -1,0 +1,21 @@
+"""Attack: an editable file whose syntax tree is deeper than the static check's visitors can recurse (found by review:
+one line `_z = a.b.b...` with 800 attributes, under `if False:`), so the check raises RecursionError and with it
+`Grader.grade` and `env.step`, instead of grading.
+
+Defence: `static_check_depth` (a file too deep to walk is a finding of its own: the provenance gate fails with that
+reason).
+Honest twin: the built-in baselines pass the static check (tests/test_provenance.py).
+"""
+from kernelgym.grader import provenance
+from kernelgym.grader.provenance import check_source
+
+
+def test_a_syntax_tree_too_deep_to_walk_is_refused_not_raised():
+    deep = "import torch\n\ndef rmsnorm(x, w, eps=1e-6):\n    if False:\n        _z = a" + ".b" * 800 + "\n    return x\n"
+    findings = check_source({"kernel.py": deep}, "kernel.py:rmsnorm", "reference.py:rmsnorm_reference")
+    assert [f.what for f in findings] == [provenance.TOO_DEEP]
+
+
+def test_honest_twin_a_shallow_file_is_read():
+    shallow = "import torch\n\ndef rmsnorm(x, w, eps=1e-6):\n    _z = a" + ".b" * 20 + "\n    return x\n"
+    assert check_source({"kernel.py": shallow}, "kernel.py:rmsnorm", "reference.py:rmsnorm_reference") == []
