@@ -40,6 +40,12 @@ def cmd_list(args: argparse.Namespace) -> int:
         print(tasks_markdown(tasks, profiles))
         for p in task_problems:  # on stderr: stdout stays the table (the README's task table is this output)
             print(f"broken task, not registered: {p.message}", file=sys.stderr)
+        from kernelgym.reference_tasks import discover_reference_tasks
+        from kernelgym.reference_tasks.spec import reference_search_path
+        reference = discover_reference_tasks(reference_search_path(args.tasks_dir))[0]
+        if reference:
+            print(f"{len(reference)} reference-format task(s) are not in this table (it lists task.yaml tasks); "
+                  f"`kernelgym list` without --format shows them", file=sys.stderr)
         return 0
     # The env id holds the task name; `--task` and `validate` take either.
     table = Table(title="Tasks", title_justify="left", caption="configs: seen on a GPU / on the CPU interpreter",
@@ -151,11 +157,23 @@ def _resume(args: argparse.Namespace) -> tuple[Path, list[dict]]:
         setattr(args, key, saved.get(key, getattr(args, key)))
     if args.episodes is None:
         args.episodes = saved.get("episodes", 1)
+    elif args.episodes != saved.get("episodes", 1):
+        console.print(f"[yellow]--episodes {args.episodes}: the run had {saved.get('episodes', 1)}; it now has "
+                      f"{args.episodes} (run.json is rewritten)[/]")
     try:
         results = json.loads((run_dir / "results.json").read_text())
     except (OSError, ValueError):
         results = []  # killed before its first episode ended
     return run_dir, results if isinstance(results, list) else []
+
+
+def _absolute_paths(args: argparse.Namespace) -> None:
+    """Make the search folders, and `--task` where it names a folder, absolute paths in `args`."""
+    for key in ("tasks_dir", "policies_dir", "hardware_dir"):
+        if getattr(args, key, None):
+            setattr(args, key, [str(Path(d).resolve()) for d in getattr(args, key)])
+    if Path(args.task).is_dir():
+        args.task = str(Path(args.task).resolve())
 
 
 def cmd_run(args: argparse.Namespace) -> int:
@@ -170,6 +188,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         run_dir, results = _resume(args)
     elif args.episodes is None:
         args.episodes = 1
+    _absolute_paths(args)  # run.json must name the same folders when resumed from another working directory
 
     try:
         overrides = json.loads(args.policy_config) if args.policy_config else {}
@@ -196,7 +215,8 @@ def cmd_run(args: argparse.Namespace) -> int:
                                  f"(pick another task, or run on hardware that supports {task.spec.language})")
         task.require_supported(hardware)
     if not args.resume:
-        label = re.sub(r"[^A-Za-z0-9_.-]+", "_", f"{args.task}-{args.policy}")
+        task_label = Path(args.task).name if Path(args.task).is_dir() else args.task
+        label = re.sub(r"[^A-Za-z0-9_.-]+", "_", f"{task_label}-{args.policy}")
         run_dir = Path(args.run_dir) / f"{time.strftime('%Y%m%d-%H%M%S')}-{label}"
         run_dir.mkdir(parents=True, exist_ok=True)
         run_dir.chmod(0o700)  # owner-only, as the episodes in it: trajectories hold the task, the model's words, kernels
@@ -305,8 +325,13 @@ def cmd_validate(args: argparse.Namespace) -> int:
         table.add_row(c.name, marks[c.passed], c.message)
     console.print(table)
     failed, not_run = sum(c.passed is False for c in checks), sum(c.passed is None for c in checks)
-    console.print(f"[red]{failed} of {len(checks)} checks failed[/]" + (f", {not_run} not run" if not_run else "")
-                  if failed else f"[green]all {len(checks)} checks passed[/]")
+    if failed:
+        console.print(f"[red]{failed} of {len(checks)} checks failed[/]" + (f", {not_run} not run" if not_run else ""))
+    elif not_run:
+        console.print(f"[green]{len(checks) - not_run} of {len(checks)} checks passed[/], {not_run} not run (see why "
+                      f"above)")
+    else:
+        console.print(f"[green]all {len(checks)} checks passed[/]")
     return 1 if failed else 0
 
 
@@ -424,7 +449,7 @@ def main(argv: list[str] | None = None) -> int:
     run.set_defaults(func=cmd_run)
     validate = sub.add_parser("validate", help="check a task folder: spec, reference, unseen configs, baseline; "
                               "exit code 1 if a check fails")
-    validate.add_argument("task", metavar="TASK_DIR", help="a task folder (holding task.yaml), or a task name")
+    validate.add_argument("task", metavar="TASK_DIR", help="a task folder (holding task.yaml, or the reference format's config.yaml), or a task name")
     validate.add_argument("--hardware", default=None, help="hardware profile id (default: detect)")
     validate.add_argument("--no-sandbox", action="store_true", help="grade the baseline unisolated (trusted tasks "
                           "only, where bubblewrap cannot run)")

@@ -189,6 +189,10 @@ def get_task(name: str, tasks_dir: Dirs = None) -> Task:
     """
     if Path(name).is_dir() and (Path(name) / "task.yaml").is_file():
         return load_task(name)
+    if Path(name).is_dir() and (Path(name) / "config.yaml").is_file():
+        raise UnknownTaskError(f"{name} is a task folder of the reference arena's format (config.yaml): its env is "
+                               f"kernelgym.reference_tasks.env.ReferenceTaskEnv({name!r}), or gym.make of its env id "
+                               f"with tasks_dir= its parent folder (docs/REFERENCE_TASKS.md)")
     key, version = parse_task_name(name)
     tasks, problems = discover_tasks_report(task_search_path(tasks_dir))
     if key in tasks:

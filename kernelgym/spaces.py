@@ -56,6 +56,10 @@ def to_observation_text(text: str, max_chars: int = MAX_OBS_CHARS) -> str:
     return text
 
 
+#: Linux's limit on one argument of a new program (MAX_ARG_STRLEN, 32 pages): the shell gets the command as one.
+MAX_CMD_BYTES = 131072
+
+
 class ActionError(ValueError):
     """The action is malformed; its message becomes the observation."""
 
@@ -119,6 +123,9 @@ def _parse_action(action: Any) -> Action:
         value = str.__str__(value)  # a plain str: a subclass could answer `in` or `==` as it likes
         if name in ("cmd", "path") and "\0" in value:  # no command line or file name can hold one
             raise ActionError(f"field {name!r} contains a NUL byte")
+        if name == "cmd" and len(value.encode(errors="surrogateescape")) >= MAX_CMD_BYTES:
+            raise ActionError(f"field 'cmd' is {len(value.encode(errors='surrogateescape'))} bytes; Linux takes at "
+                              f"most {MAX_CMD_BYTES - 1} in one argument: write a script with write_file and run it")
         fields[name] = value
     config = action.get("config", 0)
     if isinstance(config, bool) or not isinstance(config, (int, np.integer)) or config < 0:

@@ -117,3 +117,11 @@ def test_an_action_object_or_odd_str_is_checked_like_a_dict_and_loses_nothing(en
         assert "error" not in obs["output"].lower(), obs["output"]
     assert reward == 0.0 and not terminated and not truncated
     assert kernel.read_bytes() == before
+
+
+def test_a_command_too_long_for_linux_says_so(env):
+    """Found by a new user: a 200 KB command gave `OSError: [Errno 7] Argument list too long: '/usr/bin/bwrap'`."""
+    obs, reward, terminated, truncated, info = env.step({"kind": "shell", "cmd": "echo " + "x" * 200_000})
+    assert "write a script with write_file" in obs["output"] and not terminated
+    obs, *_ = env.step({"kind": "shell", "cmd": "echo " + "y" * 100_000 + " | wc -c"})
+    assert "100001" in obs["output"], obs["output"][-300:]

@@ -203,3 +203,28 @@ def test_run_refuses_a_task_the_hardware_cannot_run_before_making_a_run_dir(tmp_
     out = capsys.readouterr()
     assert "cpu-interpreter cannot run" in out.out + out.err
     assert not runs.exists()
+
+
+def test_run_json_names_absolute_folders_so_a_resume_works_from_anywhere(tmp_path, monkeypatch):
+    """Found by a new user: run.json kept `--tasks-dir tests/data/reference_tasks` as given, so `--resume` from another
+    working directory could not find the task."""
+    import argparse
+
+    from kernelgym.cli import _absolute_paths
+    (tmp_path / "mytasks" / "t1").mkdir(parents=True)
+    monkeypatch.chdir(tmp_path)
+    args = argparse.Namespace(tasks_dir=["mytasks"], policies_dir=None, hardware_dir=["hw"], task="mytasks/t1")
+    _absolute_paths(args)
+    assert args.tasks_dir == [str(tmp_path / "mytasks")] and args.hardware_dir == [str(tmp_path / "hw")]
+    assert args.task == str(tmp_path / "mytasks" / "t1") and args.policies_dir is None
+
+
+def test_validate_does_not_call_checks_not_run_passed(tmp_path, capsys, monkeypatch):
+    """Found by a new user: `all 6 checks passed` was printed when 2 of them had not run."""
+    import kernelgym.validate
+    from kernelgym.validate import Check
+    monkeypatch.setattr(kernelgym.validate, "validate_task", lambda *a, **k: [
+        Check("task.yaml loads", True, "ok"), Check("hardware", None, "not run: no GPU"), Check("x", True, "ok")])
+    assert main(["validate", str(DEFAULT_TASKS_ROOT / "triton" / "rmsnorm")]) == 0
+    out = capsys.readouterr().out
+    assert "2 of 3 checks passed" in out and "1 not run" in out and "all 3 checks passed" not in out

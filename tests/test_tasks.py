@@ -1,6 +1,7 @@
 """Task loading: every task under tasks/ validates; malformed task.yaml files give errors naming file and field."""
 import re
 import shutil
+from pathlib import Path
 
 import pytest
 import yaml
@@ -117,3 +118,10 @@ def test_reference_functions_make_no_tensor_on_the_cpu_only(name):
            and isinstance(n.func.value, ast.Name) and n.func.value.id == "torch"
            and not any(k.arg == "device" for k in n.keywords)]
     assert not bad, f"{name}: {file}:{func} makes tensors without device=: {bad}"
+
+
+def test_a_reference_format_folder_given_as_a_task_names_its_env():
+    """Found by a new user: KernelArenaEnv(<a config.yaml folder>) said only 'Unknown task'."""
+    folder = Path(__file__).parent / "data" / "reference_tasks" / "rocmbench_add_kernel"
+    with pytest.raises(UnknownTaskError, match="ReferenceTaskEnv"):
+        get_task(str(folder))
