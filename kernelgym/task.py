@@ -8,6 +8,8 @@ config without editing scripts.
 """
 from __future__ import annotations
 
+import os
+import stat
 from pathlib import Path
 from typing import Any, Literal
 
@@ -19,6 +21,9 @@ from kernelgym.errors import TaskSpecError
 
 #: The built-in tasks, shipped inside the package.
 DEFAULT_TASKS_ROOT = Path(__file__).resolve().parent / "tasks"
+
+#: The largest task file read or copied (a downloaded task folder is not trusted to be small).
+MAX_TASK_FILE_BYTES = 256 << 20
 
 TaskKind = Literal["triton2triton", "hip2hip", "torch2hip", "torch2triton", "cuda2cuda", "torch2cuda"]
 #: Output dtypes compared exactly (or by a declared rule) rather than under a tolerance.
@@ -173,11 +178,13 @@ class Task:
         self.env_id = f"KernelArena/{self.name}-v{spec.version}"
 
     def public_files(self) -> list[Path]:
-        """Files copied into a fresh workspace: everything in the task dir but task.yaml and private/."""
+        """Files copied into a fresh workspace: everything in the task dir but task.yaml and private/ (links that
+        leave the task dir, and anything but regular files, left out: `load_task` refuses them)."""
         out = []
         for p in sorted(self.root.rglob("*")):
             rel = p.relative_to(self.root)
-            if p.is_file() and rel.parts[0] not in ("task.yaml", "private", "__pycache__"):
+            if (rel.parts[0] not in ("task.yaml", "private", "__pycache__") and inside(self.root, p)
+                    and _is_regular(p)):
                 out.append(rel)
         return out
 
@@ -204,6 +211,63 @@ class Task:
         return f"Task({self.env_id!r}, root={str(self.root)!r})"
 
 
+def inside(root: Path, path: Path) -> bool:
+    """Whether `path`, links resolved, is `root` or lies under it."""
+    real, top = os.path.realpath(path), os.path.realpath(root)
+    return real == top or real.startswith(top + os.sep)
+
+
+def _is_regular(path: Path) -> bool:
+    try:
+        return stat.S_ISREG(os.stat(path).st_mode)
+    except OSError:
+        return False
+
+
+def task_tree_problems(root: Path, skip: tuple[str, ...] = ()) -> list[str]:
+    """What a task folder must not hold, one line each: a symlink resolving outside it (its target would be copied
+    into the agent's workspace), and anything but regular files and folders (a FIFO blocks its reader, a device never
+    ends). Folders named in `skip` are not walked."""
+    problems = []
+    for here, dirs, names in os.walk(root):
+        dirs[:] = sorted(d for d in dirs if d not in skip)
+        for name in sorted(dirs + names):
+            path = Path(here, name)
+            rel = path.relative_to(root)
+            if path.is_symlink() and not inside(root, path):
+                problems.append(f"{rel}: a symlink to {os.readlink(path)!r}, which is outside the task folder")
+            elif name in names and not _is_regular(path):
+                problems.append(f"{rel}: not a regular file (a FIFO, socket, device or dangling link)")
+    return problems
+
+
+def read_task_file(root: Path, rel: str | Path, max_bytes: int = MAX_TASK_FILE_BYTES) -> bytes:
+    """The bytes of the task file `root/rel`: a regular file (a link to one inside `root` is read as its target) of
+    at most `max_bytes`.
+
+    Raises:
+        TaskSpecError: the file resolves outside `root`, is not a regular file, is too large or unreadable.
+    """
+    path = Path(root) / rel
+    if not inside(root, path):
+        raise TaskSpecError(f"{path}: a symlink that resolves outside the task folder {root}; refused")
+    try:
+        # O_NONBLOCK: opening a FIFO must not wait for a writer; fstat then refuses it.
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    except OSError as e:
+        raise TaskSpecError(f"{path}: cannot open ({e.strerror})") from None
+    with os.fdopen(fd, "rb") as f:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise TaskSpecError(f"{path}: not a regular file; a task folder holds regular files only")
+        if st.st_size > max_bytes:
+            raise TaskSpecError(f"{path}: {st.st_size} bytes, more than the {max_bytes} a task file may hold")
+        data = f.read(max_bytes + 1)
+    if len(data) > max_bytes:
+        raise TaskSpecError(f"{path}: more than the {max_bytes} bytes a task file may hold")
+    return data
+
+
 def spec_error(path: Path, error: ValidationError) -> TaskSpecError:
     """A `TaskSpecError` for the task file at `path` with one line per problem pydantic found, each naming the file
     and the field (``{path}: field `a.b`: message``)."""
@@ -219,14 +283,18 @@ def load_task(task_dir: str | Path) -> Task:
 
     Raises:
         TaskSpecError: the file is missing, is not YAML, a field is missing or wrong, or a file it
-            names does not exist. The message names the file and the field.
+            names does not exist; or the directory holds a symlink leaving it or a special file
+            (`task_tree_problems`). The message names the file and the field.
     """
     root = Path(task_dir).resolve()
     path = root / "task.yaml"
     if not path.is_file():
         raise TaskSpecError(f"{path}: not found; a task directory must hold task.yaml")
+    problems = task_tree_problems(root)
+    if problems:
+        raise TaskSpecError("\n".join(f"{root}: {p}" for p in problems))
     try:
-        raw = yaml.safe_load(path.read_text())
+        raw = yaml.safe_load(read_task_file(root, "task.yaml"))
     except yaml.YAMLError as e:
         raise TaskSpecError(f"{path}: not valid YAML: {e}") from None
     if not isinstance(raw, dict):

@@ -9,7 +9,7 @@ from pathlib import Path
 from kernelgym.backends import backend_path
 from kernelgym.hardware import HardwareProfile
 from kernelgym.spaces import ActionError
-from kernelgym.task import Task
+from kernelgym.task import Task, read_task_file
 
 TOOLS = Path(__file__).resolve().parent / "workspace_tools"
 PROTOCOL = Path(__file__).resolve().parent / "grader" / "protocol.py"
@@ -22,8 +22,10 @@ def create_workspace(task: Task, directory: Path, hardware: HardwareProfile) -> 
     for this hardware). Returns its path."""
     directory.mkdir(parents=True, exist_ok=False)
     for rel in task.public_files():
+        # Read, not copied with shutil: a link in the task folder must not bring a host file's contents along.
         (directory / rel).parent.mkdir(parents=True, exist_ok=True)
-        shutil.copy2(task.root / rel, directory / rel)
+        (directory / rel).write_bytes(read_task_file(task.root, rel))
+        shutil.copymode(task.root / rel, directory / rel)
     for tool in ("check.py", "profile.py", "kernelgym_entry.py"):
         shutil.copy2(TOOLS / tool, directory / tool)
     # The grader's protocol, comparison and the language's backend: the tools load and check the kernel as it does.

@@ -17,7 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from kernelgym.discovery import Dirs, TaskProblem, as_dirs, env_dirs, TASKS_PATH_ENV
 from kernelgym.errors import TaskSpecError
-from kernelgym.task import spec_error
+from kernelgym.task import inside, read_task_file, spec_error, task_tree_problems
 
 CONFIG = "config.yaml"
 #: Keys that only the reference format uses: a config.yaml with none of them is not a reference task.
@@ -76,10 +76,15 @@ class ReferenceTaskSpec(BaseModel):
     @field_validator("source_file_path")
     @classmethod
     def _relative(cls, files: list[str]) -> list[str]:
+        # Normalized here: the grader matches these against the folder's walk (``source/x.py``), so ``./source/x.py``
+        # or ``source//x.py`` would otherwise name the file twice.
+        out = []
         for f in files:
-            if Path(f).is_absolute() or ".." in Path(f).parts:
-                raise ValueError(f"source file {f!r} must be a relative path inside the task folder")
-        return files
+            norm = os.path.normpath(f)
+            if Path(f).is_absolute() or ".." in Path(norm).parts or norm == ".":
+                raise ValueError(f"source file {f!r} must be a relative path to a file inside the task folder")
+            out.append(norm)
+        return out
 
     @field_validator("compile_command", "correctness_command", "performance_command")
     @classmethod
@@ -107,11 +112,13 @@ class ReferenceTask:
         self.env_id = f"KernelArena/{self.name}-v0"
 
     def files(self) -> list[Path]:
-        """The folder's files (relative), outputs of earlier runs (`OUTPUT_DIRS`) left out."""
+        """The folder's files (relative), outputs of earlier runs (`OUTPUT_DIRS`) left out, and so are links leaving
+        the folder and anything but regular files (`load_reference_task` refuses them)."""
         out = []
         for here, dirs, names in os.walk(self.root):
             dirs[:] = sorted(d for d in dirs if d not in OUTPUT_DIRS)
-            out += [Path(here, n).relative_to(self.root) for n in sorted(names) if not n.endswith(".pyc")]
+            out += [Path(here, n).relative_to(self.root) for n in sorted(names)
+                    if not n.endswith(".pyc") and inside(self.root, Path(here, n)) and Path(here, n).is_file()]
         return out
 
     def __repr__(self) -> str:
@@ -126,7 +133,7 @@ def task_name(task_type: str, root: Path) -> str:
 def _read_config(root: Path) -> Any:
     path = root / CONFIG
     try:
-        return yaml.safe_load(path.read_text())
+        return yaml.safe_load(read_task_file(root, CONFIG))
     except yaml.YAMLError as e:
         raise TaskSpecError(f"{path}: not valid YAML: {e}") from None
 
@@ -140,8 +147,8 @@ def is_reference_task_dir(folder: str | Path) -> bool:
 def _looks_like_task(folder: Path) -> bool:
     """config.yaml there names one of the format's keys (a broken YAML counts: it is reported, not skipped)."""
     try:
-        raw = yaml.safe_load((folder / CONFIG).read_text())
-    except (OSError, ValueError, yaml.YAMLError):
+        raw = yaml.safe_load(read_task_file(folder, CONFIG))
+    except (OSError, ValueError, yaml.YAMLError, TaskSpecError):
         return True
     return isinstance(raw, dict) and any(k in raw for k in FORMAT_KEYS)
 
@@ -151,12 +158,16 @@ def load_reference_task(task_dir: str | Path) -> ReferenceTask:
 
     Raises:
         TaskSpecError: the file is missing or not YAML, a field is missing or has the wrong type, or a source file
-            it names does not exist; one line per problem, each naming the file and the field.
+            it names does not exist; or the folder holds a symlink leaving it or a special file
+            (`kernelgym.task.task_tree_problems`); one line per problem, each naming the file and the field.
     """
     root = Path(task_dir).resolve()
     path = root / CONFIG
     if not path.is_file():
         raise TaskSpecError(f"{path}: not found; a reference-format task folder must hold config.yaml")
+    problems = task_tree_problems(root, skip=OUTPUT_DIRS)
+    if problems:
+        raise TaskSpecError("\n".join(f"{root}: {p}" for p in problems))
     raw = _read_config(root)
     if not isinstance(raw, dict):
         raise TaskSpecError(f"{path}: expected a mapping of fields, found {type(raw).__name__}")
@@ -223,8 +234,8 @@ def discover_reference_tasks(roots: Dirs = None) -> tuple[dict[str, ReferenceTas
 
 def _raw_type(folder: Path) -> str | None:
     try:
-        raw = yaml.safe_load((folder / CONFIG).read_text())
-    except (OSError, ValueError, yaml.YAMLError):
+        raw = yaml.safe_load(read_task_file(folder, CONFIG))
+    except (OSError, ValueError, yaml.YAMLError, TaskSpecError):
         return None
     value = raw.get("task_type") if isinstance(raw, dict) else None
     return value if isinstance(value, str) else None

@@ -7,9 +7,10 @@ from __future__ import annotations
 
 import re
 
-from kernelgym.errors import KernelGymError
+from kernelgym.errors import KernelGymError, TaskSpecError
 from kernelgym.hardware import HardwareProfile, all_profiles
 from kernelgym.reference_tasks.spec import ReferenceTask
+from kernelgym.task import read_task_file
 
 #: Task types whose sources are HIP: graded on AMD GPUs only (as kernelgym's own hip language).
 AMD_TASK_TYPES = ("hip2hip", "torch2hip")
@@ -18,6 +19,8 @@ AMD_TASK_TYPES = ("hip2hip", "torch2hip")
 FNUZ_ARCHS = ("gfx942",)
 FNUZ_PATTERN = re.compile(r"\b(float8_e4m3fnuz|float8_e5m2fnuz|fp8e4b8|fp8e5b16|float8e4b8|float8e5b16)\b")
 SOURCE_SUFFIXES = (".py", ".cpp", ".cu", ".hip", ".h", ".hpp", ".cuh")
+#: Source files larger than this are not searched for AMD-only features.
+MAX_SOURCE_BYTES = 4 << 20
 
 
 class UnsupportedTaskError(KernelGymError):
@@ -36,9 +39,10 @@ def _sources(task: ReferenceTask) -> dict[str, str]:
     out = {}
     for rel in task.files():
         if rel.suffix in SOURCE_SUFFIXES:
+            # Regular files only, capped: a FIFO or a link to /dev/zero in the folder must not hang `kernelgym list`.
             try:
-                out[str(rel)] = (task.root / rel).read_text(errors="replace")
-            except OSError:
+                out[str(rel)] = read_task_file(task.root, rel, MAX_SOURCE_BYTES).decode(errors="replace")
+            except TaskSpecError:
                 continue
     return out
 
