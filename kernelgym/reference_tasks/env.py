@@ -97,7 +97,8 @@ class ReferenceTaskEnv(KernelArenaEnv):
         env = {"TRITON_INTERPRET": "1"} if self.hardware.interpreter else {}
         self.sandbox = make_sandbox(self.sandbox_kind, self.workspace, gpu=not self.hardware.interpreter, env=env,
                                     limits=self.command_limits)
-        self.grader = ReferenceGrader(self.task, self.hardware, self.episode_dir / "grading", self.grader_config)
+        self.grader = ReferenceGrader(self.task, self.hardware, self.episode_dir / "grading", self.grader_config,
+                                      cap_bytes=self.workspace_cap_bytes)
         self._grading_seed = int(self.np_random.integers(0, 2**31 - 1))
         self.steps, self.start_time, self._done, self.grade = 0, time.monotonic(), False, None
         self._last_output = ""

@@ -5,8 +5,9 @@ out of the workspace (regular files only: kernelgym.grader.files), and the AKA-G
 kernelgym's timing helpers. Each stage's commands run there, one after another, inside the sandbox kernelgym runs
 everything in (kernelgym.sandbox), under the stage's timeout for all of them together. A stage fails where a command
 exits nonzero or times out, or where its JSON report says ``"status": "fail"``; its reports are read only once the
-command returned, when `sandbox.run` has killed the sandbox's whole process tree. The baseline's times come from the
-performance command run on the original sources, in rounds alternating with the candidate's.
+command returned, when `sandbox.run` has killed the sandbox's whole process tree, and without following any link
+(reports.py). The baseline's times come from the performance command run on the original sources, in rounds
+alternating with the candidate's. A grading directory is removed once graded: the grade holds what it says.
 
 Trust: these commands import the candidate's module in the process that checks it and writes the reports, so the
 grade is as trustworthy as the task's own scripts (the sandbox keeps the candidate away from the host, other runs and
@@ -16,6 +17,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import re
 import shlex
 import shutil
@@ -26,16 +28,18 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
+from kernelgym.env import workspace_bytes
 from kernelgym.grader import Grade, GraderConfig
 from kernelgym.grader.grader import NOT_MEASURED_ON_INTERPRETER, Stage
 from kernelgym.grader.files import copy_editable, write_new
 from kernelgym.grader.score import arena_score
-from kernelgym.grader.untrusted import UntrustedFileError, read_untrusted
 from kernelgym.hardware import HardwareProfile
 from kernelgym.reference_tasks.placeholder import PlaceholderError, materialize_tree
+from kernelgym.reference_tasks.reports import ReportError, read_report, remove_report
 from kernelgym.reference_tasks.spec import (COMPILE_REPORT, CORRECTNESS_REPORT, PERFORMANCE_REPORT, ROCMBENCH_REPORT,
                                             ReferenceTask)
 from kernelgym.sandbox import PYTHON, Limits, make_sandbox
+from kernelgym.task import read_task_file
 
 #: Command output kept in a failed stage's message (the tail: errors come last).
 MAX_STAGE_OUTPUT = 6000
@@ -59,7 +63,7 @@ def prepare_dir(task: ReferenceTask, dest: Path, workspace: Path | None = None) 
     editable = set(task.spec.source_file_path)
     for rel in task.files():
         if workspace is None or str(rel) not in editable:
-            write_new(dest / rel, (task.root / rel).read_bytes())
+            write_new(dest / rel, read_task_file(task.root, rel))
     problems = []
     if workspace is not None:
         # copy_editable reads only `spec.editable_files`: the same trust boundary as kernelgym's own tasks.
@@ -86,18 +90,22 @@ def _tail(text: str) -> str:
         + text[-MAX_STAGE_OUTPUT:]
 
 
-def read_status_report(path: Path) -> tuple[str | None, str | None]:
-    """(status, error) of a compile or correctness report; (None, None) where the command wrote none.
+def read_status_report(root: Path, report: str) -> tuple[str | None, str | None]:
+    """(status, error) of the compile or correctness report `report` under `root`; (None, None) where the command
+    wrote none.
 
-    A report that is not a JSON object with a string ``status`` reads as ``("fail", why)``."""
-    if not path.exists() and not path.is_symlink():
-        return None, None
+    A report that is not a regular file holding a JSON object with a string ``status`` reads as ``("fail", why)``."""
     try:
-        obj = json.loads(read_untrusted(path, 4 << 20))
-    except (UntrustedFileError, ValueError, RecursionError) as e:
-        return "fail", f"{path.name} unreadable: {e}"
+        data = read_report(root, report, 4 << 20)
+        if data is None:
+            return None, None
+        obj = json.loads(data)
+    except ReportError as e:
+        return "fail", str(e)
+    except (ValueError, RecursionError) as e:
+        return "fail", f"{report} unreadable: {e}"
     if not isinstance(obj, dict) or not isinstance(obj.get("status"), str):
-        return "fail", f"{path.name}: expected an object with a string `status`"
+        return "fail", f"{report}: expected an object with a string `status`"
     error = obj.get("error")
     return obj["status"], None if error is None else str(error)
 
@@ -107,7 +115,10 @@ def run_stage(sandbox, root: Path, commands: list[str], timeout_s: float, report
     each exits 0 and `report` (relative to `root`), where written, has status ``ok``."""
     start = time.monotonic()
     if report is not None:
-        (root / report).unlink(missing_ok=True)
+        try:
+            remove_report(root, report)
+        except ReportError as e:
+            return StageRun(False, [str(e)], time.monotonic() - start)
     messages = []
     for cmd in commands:
         left = timeout_s - (time.monotonic() - start)
@@ -122,7 +133,7 @@ def run_stage(sandbox, root: Path, commands: list[str], timeout_s: float, report
                             time.monotonic() - start)
         messages.append(f"`{cmd}`: exit 0 in {result.elapsed_s:.1f} s")
     if report is not None:
-        status, error = read_status_report(root / report)
+        status, error = read_status_report(root, report)
         if status is not None and status != "ok":
             return StageRun(False, messages + [f"{report}: status {status!r}" + (f", error: {error}" if error else "")],
                             time.monotonic() - start)
@@ -131,36 +142,53 @@ def run_stage(sandbox, root: Path, commands: list[str], timeout_s: float, report
 
 
 def _case_time(case: dict) -> float:
+    """The case's time, ms; -1 where it failed (missing, -1, NaN or not positive).
+
+    Raises:
+        ValueError: the time is not a number, or an integer too large for a float."""
     value = case.get("execution_time_ms")
     if value is None and isinstance(case.get("timing_ms"), dict):
         value = case["timing_ms"].get("mean")
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value <= 0:
+    if value is None:
         return -1.0
-    return float(value)
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise ValueError(f"time {str(value)[:40]!r} is not a number")
+    try:
+        value = float(value)
+    except OverflowError:
+        raise ValueError(f"time {str(value)[:40]}... is too large for a float") from None
+    return value if math.isfinite(value) and value > 0 else -1.0
 
 
 def read_performance_report(root: Path) -> tuple[dict[str, tuple[dict, float]], str | None]:
     """The cases of the performance report in `root` (build/performance_report.json, else ROCmBench's
     perf/benchmark_results.json): ({params as canonical JSON: (params, ms per call)}, error). A case's time is its
-    ``execution_time_ms`` (else ``timing_ms.mean``); -1, missing, NaN or not positive is -1 (a failed case)."""
-    path = root / PERFORMANCE_REPORT
-    if not path.exists() and not path.is_symlink():
-        path = root / ROCMBENCH_REPORT
-    if not path.exists() and not path.is_symlink():
+    ``execution_time_ms`` (else ``timing_ms.mean``); -1, missing, NaN or not positive is -1 (a failed case). A report
+    that is no regular file, not JSON, or has a time that is not a number (or overflows a float) is an error."""
+    try:
+        rel, data = PERFORMANCE_REPORT, read_report(root, PERFORMANCE_REPORT)
+        if data is None:
+            rel, data = ROCMBENCH_REPORT, read_report(root, ROCMBENCH_REPORT)
+    except ReportError as e:
+        return {}, str(e)
+    if data is None:
         return {}, f"no performance report ({PERFORMANCE_REPORT} or {ROCMBENCH_REPORT}) was written"
     try:
-        cases = json.loads(read_untrusted(path, 16 << 20))
-    except (UntrustedFileError, ValueError, RecursionError) as e:
-        return {}, f"{path.name} unreadable: {e}"
+        cases = json.loads(data)
+    except (ValueError, RecursionError) as e:
+        return {}, f"{rel} unreadable: {e}"
     if not isinstance(cases, list) or not all(isinstance(c, dict) for c in cases):
-        return {}, f"{path.name}: expected a list of test cases (objects)"
+        return {}, f"{rel}: expected a list of test cases (objects)"
     out = {}
     for i, case in enumerate(cases):
         params = case.get("params")
         params = params if isinstance(params, dict) else {"test_case_id": case.get("test_case_id", i)}
-        out[json.dumps(params, sort_keys=True, default=str)] = (params, _case_time(case))
+        try:
+            out[json.dumps(params, sort_keys=True, default=str)] = (params, _case_time(case))
+        except (ValueError, RecursionError) as e:
+            return {}, f"{rel}: test case {i}: {e}"
     if not out:
-        return {}, f"{path.name}: no test cases"
+        return {}, f"{rel}: no test cases"
     return out, None
 
 
@@ -192,6 +220,23 @@ def compare_cases(baseline: dict[str, tuple[dict, float]], candidate: dict[str, 
     return rows, ratios, problems
 
 
+def remove_tree(path: Path) -> None:
+    """Remove `path` and everything under it, links not followed; what cannot be removed is left."""
+    def retry(func, name, _exc):
+        # The candidate may have left a folder unreadable or unwritable (chmod 0): it is this user's own, so it is
+        # opened up and tried once more.
+        try:
+            os.chmod(os.path.dirname(name), 0o700)
+            if func in (os.unlink, os.rmdir):
+                func(name)
+            elif not os.path.islink(name):  # a folder that could not be opened or listed
+                os.chmod(name, 0o700)
+                shutil.rmtree(name, ignore_errors=True)
+        except OSError:
+            pass
+    shutil.rmtree(path, onerror=retry)
+
+
 class ReferenceGrader:
     """Grades the `source_file_path` files of a workspace by the task's own commands.
 
@@ -201,11 +246,14 @@ class ReferenceGrader:
         work_dir: where grading directories are made (outside every workspace).
         config: `GraderConfig`; its `sandbox` and `measure` are used.
         rounds: performance rounds, baseline and candidate alternating.
+        cap_bytes: disk space a grading directory may take (the env's workspace cap); a grade whose directory
+            took more says so in its `checks` (``disk``). None: not checked.
     """
 
     def __init__(self, task: ReferenceTask, hardware: HardwareProfile, work_dir: Path,
-                 config: GraderConfig | None = None, rounds: int = ROUNDS):
+                 config: GraderConfig | None = None, rounds: int = ROUNDS, cap_bytes: int | None = None):
         self.task, self.hardware, self.config, self.rounds = task, hardware, config or GraderConfig(), rounds
+        self.cap_bytes = cap_bytes
         self.work_dir = Path(work_dir).resolve()
         self.work_dir.mkdir(parents=True, exist_ok=True)
         self._count = 0
@@ -223,10 +271,23 @@ class ReferenceGrader:
 
     def grade(self, workspace: Path, seed: int | None = None) -> Grade:
         """Grade the `source_file_path` files in `workspace` (`seed` is unused: the task's scripts fix their own
-        inputs). Never raises for a bad kernel: failures are stages with the commands' output."""
-        start, spec = time.monotonic(), self.task.spec
+        inputs). Never raises for a bad kernel: failures are stages with the commands' output. The grading directory
+        is removed before this returns."""
         gdir = self._new_dir("grading")
-        problems = prepare_dir(self.task, gdir, Path(workspace))
+        try:
+            grade = self._grade_in(gdir, Path(workspace))
+            if self.cap_bytes is not None:
+                used = workspace_bytes(gdir, self.cap_bytes)
+                if used > self.cap_bytes:
+                    grade.checks["disk"] = (f"the grading directory took more than the workspace cap of "
+                                            f"{self.cap_bytes} bytes ({used} counted when the walk stopped)")
+            return grade
+        finally:
+            remove_tree(gdir)
+
+    def _grade_in(self, gdir: Path, workspace: Path) -> Grade:
+        start, spec = time.monotonic(), self.task.spec
+        problems = prepare_dir(self.task, gdir, workspace)
         phases: dict[str, float] = {}
         if problems:
             compile_run = StageRun(False, problems)
@@ -270,10 +331,13 @@ class ReferenceGrader:
         cand_rounds, base_rounds = [], []
         for _ in range(max(self.rounds, 1)):
             for root, box, out in ((base_dir, base_box, base_rounds), (gdir, sandbox, cand_rounds)):
-                for rel in (PERFORMANCE_REPORT, ROCMBENCH_REPORT):  # this round's reports only
-                    (root / rel).unlink(missing_ok=True)
-                run = run_stage(box, root, spec.performance_command, spec.performance_timeout, None)
                 who = "baseline" if root == base_dir else "candidate"
+                try:
+                    for rel in (PERFORMANCE_REPORT, ROCMBENCH_REPORT):  # this round's reports only
+                        remove_report(root, rel)
+                except ReportError as e:
+                    return Stage("performance", False if who == "candidate" else None, [f"{who}: {e}"]), [], None
+                run = run_stage(box, root, spec.performance_command, spec.performance_timeout, None)
                 if not run.passed:
                     msg = [f"the {who}'s performance command failed:", *run.messages]
                     return Stage("performance", False if who == "candidate" else None, msg), [], None
