@@ -76,7 +76,7 @@ def test_prepared_grading_matches_a_cold_one(tmp_path, require_bwrap, make_works
     prepared_dir = grader._prepared.gdir
     warm = grader.grade(ws, seed=11)
     assert "[harness] prepared" in (prepared_dir / "harness.log").read_text()
-    assert (prepared_dir / "kernel.py").read_text() == (ws / "kernel.py").read_text()  # graded where prepared
+    assert grader.session.gdir == prepared_dir  # graded where prepared (its copy of kernel.py is pruned since)
     assert warm.score == cold.score == 120.0
     assert [c["max_abs_err"] for c in warm.configs] == [c["max_abs_err"] for c in cold.configs]
     # Prepared for another seed: still graded, on the seed asked for.
@@ -139,3 +139,26 @@ def test_the_harness_limit_is_derived_from_the_task_unless_given(tmp_path):
     gpu = Grader(task, profiles["h200"], tmp_path / "b")
     assert gpu.timeout_s == max(TIMEOUT_FLOOR_S, COMPILE_BUDGET_S + PER_CONFIG_S["gpu"] * len(gpu.configs)) < 900
     assert Grader(task, profiles["h200"], tmp_path / "c", GraderConfig(timeout_s=8.0)).timeout_s == 8.0
+
+
+LITTERING = BASELINE.replace("import torch\n", "import os\nimport torch\n", 1) + '''
+with open("junk.bin", "wb") as _f:
+    _f.write(b"x" * (3 << 20))
+with open("notes.log", "w") as _f:
+    _f.write("kept")
+os.makedirs("cache/deep", exist_ok=True)
+os.symlink("/etc", "etc-link")
+'''
+
+
+def test_a_read_grade_leaves_only_small_logs_and_results_in_its_directory(tmp_path, require_bwrap, make_workspace):
+    """Grading directories held every grading's output tensors and whatever the candidate wrote there, never
+    removed (hundreds of MB a grading for large configs; a review left 3 GiB). Once the grade is read, only top-level
+    .json and .log files of at most 1 MiB stay; a link is removed, not followed."""
+    grader = Grader(TASK, detect_profile("cpu-interpreter"), tmp_path / "grading", GraderConfig(static_check=False))
+    g = grader.grade(make_workspace(LITTERING), seed=3)
+    assert g.score == 120.0, g.summary()
+    left = sorted(p.name for p in grader.session.gdir.iterdir())
+    assert left and all(name.endswith((".json", ".log")) for name in left), left
+    assert "notes.log" in left and "check_result.json" in left
+    assert (tmp_path / "grading").exists() and __import__("os").path.isdir("/etc")

@@ -96,3 +96,31 @@ def copy_regular_files(src: Path, dest: Path, max_bytes: int, suffixes: tuple[st
                 continue
             copied += len(data)
     return copied
+
+
+#: What `prune_grading_dir` keeps: small logs and result files, for diagnosing a grade after the fact.
+KEPT_SUFFIXES = (".json", ".log")
+MAX_KEPT_BYTES = 1 << 20
+
+
+def prune_grading_dir(path: Path) -> None:
+    """Once a grade is read: remove everything in the grading directory `path` but its top-level ``.json`` and
+    ``.log`` files of at most `MAX_KEPT_BYTES` (the harness log, the results): the output tensors, caches, builds
+    and whatever the candidate left there would otherwise stay on disk for every grading (hundreds of MB each for
+    large configs). Best effort: what cannot be removed stays. Links are removed, never followed."""
+    import shutil
+    try:
+        entries = list(os.scandir(path))
+    except OSError:
+        return
+    for entry in entries:
+        try:
+            st = entry.stat(follow_symlinks=False)
+            if stat.S_ISREG(st.st_mode) and entry.name.endswith(KEPT_SUFFIXES) and st.st_size <= MAX_KEPT_BYTES:
+                continue
+            if stat.S_ISDIR(st.st_mode):
+                shutil.rmtree(entry.path, ignore_errors=True)
+            else:
+                os.unlink(entry.path)
+        except OSError:
+            pass

@@ -21,6 +21,7 @@ import json
 import math
 import os
 import secrets
+import shutil
 import statistics
 import subprocess
 import threading
@@ -35,7 +36,7 @@ from kernelgym.errors import TaskSpecError
 from kernelgym.grader import build as builds
 from kernelgym.grader import tracer
 from kernelgym.grader.files import (MAX_EDITABLE_BYTES, copy_candidate, copy_editable, copy_public, copy_regular_files,
-                                    write_new)
+                                    prune_grading_dir, write_new)
 from kernelgym.grader.provenance import check_cpp_source, check_source
 from kernelgym.grader.observer import (Observation, ObserverError, cross_check, find_ncu, foreign_kernels, ncu_argv,
                                        parse_report, split)
@@ -389,6 +390,9 @@ class Grader:
         for name, state in checks.items():
             if state == "pending":
                 checks[name] = "not run: an earlier gate failed"
+        prune_grading_dir(session.gdir)  # the grade is read: outputs, caches and builds go, logs stay
+        for directory in getattr(session, "observed_dirs", ()):
+            shutil.rmtree(directory, ignore_errors=True)
         mean = statistics.fmean(speedups) if speedups else None
         geo = math.exp(statistics.fmean(math.log(s) for s in speedups)) if speedups else None
         score = arena_score(bool(compile_stage.passed), bool(correct_stage.passed), mean)
@@ -796,6 +800,7 @@ class Grader:
             code, output = ahead.proc.returncode, "".join(ahead.output)
             session.observer_ahead = f"used: go to exit {time.monotonic() - went:.2f} s"
         self._observed_outputs = results / (OBSERVED_PREFIX + OUTPUTS)
+        session.observed_dirs = [source, results]  # removed once the grade is read
         session.observer_log = output[-4000:]  # the observed run's harness log (phases), for diagnosis
         return self._read_observation(results, timed_out, code, output)
 
