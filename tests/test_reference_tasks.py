@@ -62,6 +62,7 @@ def test_discovery_finds_the_folders_and_says_where_each_runs():
     # gfx950 has OCP fp8, not fnuz; its launch options are AMD's
     assert "float8_e4m3fnuz" in unsupported_reason(fnuz, profiles["mi355x"])
     assert "waves_per_eu" not in unsupported_reason(fnuz, profiles["mi355x"])
+    assert "needs another AMD GPU than gfx950" in unsupported_reason(fnuz, profiles["mi355x"])
 
 
 def test_unsupported_task_is_a_clear_error_from_make(registered, tmp_path):

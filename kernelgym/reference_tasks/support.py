@@ -80,7 +80,9 @@ def unsupported_reason(task: ReferenceTask, hardware: HardwareProfile) -> str | 
         return f"task_type {task.spec.task_type} builds HIP sources, which need an AMD GPU"
     features = amd_only_features(task, hardware)
     if features:
-        return f"needs AMD hardware: {'; '.join(features)}"
+        # On an AMD GPU what is missing is the one architecture (fnuz fp8: gfx942), not AMD itself.
+        needs = "needs AMD hardware" if hardware.vendor != "amd" else f"needs another AMD GPU than {hardware.arch}"
+        return f"{needs}: {'; '.join(features)}"
     return None
 
 
