@@ -174,6 +174,10 @@ def test_known_bypasses_are_found(name):
     BINDING.replace("return y;", "at::cuda::blas::gemm<float>(); return y;"),
     BINDING.replace("return y;", "return x.multiply(x.nanmean(-1, true).add(1e-6).rsqrt_());"),
     BINDING.replace("return y;", "return c10::Dispatcher::singleton().findSchemaOrThrow(\"aten::rsqrt\", \"\").call(x);"),
+    # Found by review: the tokenizer took a digit separator or a quote inside a raw string for a literal's start,
+    # and the code up to the next quote disappeared.
+    BINDING.replace("return y;", "int n = 1'0;\n  return at::matmul(x, x);  // '"),
+    BINDING.replace("return y;", "const char* s = R\"(\")\";\n  return at::matmul(x, x);  // \""),
 ])
 def test_known_cpp_bypasses_are_found(source):
     assert cpp_findings(source)

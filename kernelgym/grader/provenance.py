@@ -347,7 +347,7 @@ def check_source(files: dict[str, str], entry_point: str, reference: str) -> lis
             modules[rel] = _Module(rel, src)
         except SyntaxError:
             continue
-        except RecursionError:
+        except (RecursionError, MemoryError):  # the parser's own limits: 100,000 nested unary minuses
             findings.append(Finding(rel, 1, TOO_DEEP))
     for rel, m in modules.items():
         try:
@@ -403,6 +403,10 @@ CPP_TORCH_ALLOWED = frozenset({
 })
 
 
+#: Prefixes of a raw string literal (R"d(...)d"), as the tokenizer reads them: an identifier right before the quote.
+RAW_PREFIXES = frozenset({"R", "uR", "UR", "LR", "u8R"})
+
+
 def _cpp_tokens(source: str) -> list[tuple[int, str]]:
     """(line, token) of a C++ source with comments and string and character literals removed: identifiers, `::`,
     `.`, `->`, `(` and other single characters. A tokenizer, not a pattern over the text: a name inside a comment or
@@ -421,12 +425,36 @@ def _cpp_tokens(source: str) -> list[tuple[int, str]]:
             end = n if end < 0 else end + 2
             line += source.count("\n", i, end)
             i = end
+        elif c == '"' and tokens and tokens[-1][1] in RAW_PREFIXES and source[i - 1] == "R" \
+                and 0 <= source.find("(", i + 1, i + 18):
+            # A raw string, R"d(...)d": no escapes, and quotes inside it do not end it.
+            k = source.find("(", i + 1, i + 18)
+            end = source.find(")" + source[i + 1:k] + '"', k + 1)
+            end = n if end < 0 else end + k - i + 1
+            tokens.pop()  # its prefix is no identifier
+            line += source.count("\n", i, end)
+            i = end
         elif c in "\"'":
             j = i + 1
             while j < n and source[j] != c:
                 j += 2 if source[j] == "\\" else 1
             line += source.count("\n", i, j)
             i = j + 1
+        elif c.isdigit() or (c == "." and source[i + 1:i + 2].isdigit()):
+            # A number, read whole: C++14 digit separators (1'000) are no character literal.
+            j = i + 1
+            while j < n:
+                d = source[j]
+                if d.isalnum() or d in "_.":
+                    j += 1
+                elif d == "'" and (source[j + 1:j + 2].isalnum() or source[j + 1:j + 2] == "_"):
+                    j += 2
+                elif d in "+-" and source[j - 1] in "eEpP":
+                    j += 1
+                else:
+                    break
+            tokens.append((line, source[i:j]))
+            i = j
         elif c.isalpha() or c == "_":
             j = i
             while j < n and (source[j].isalnum() or source[j] == "_"):

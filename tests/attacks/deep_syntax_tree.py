@@ -16,6 +16,13 @@ def test_a_syntax_tree_too_deep_to_walk_is_refused_not_raised():
     assert [f.what for f in findings] == [provenance.TOO_DEEP]
 
 
+def test_a_file_the_parser_runs_out_of_memory_on_is_refused_not_raised():
+    """Found by review: 100,000 unary minuses make Python's parser raise MemoryError."""
+    deep = "import torch\n\ndef rmsnorm(x, w, eps=1e-6):\n    _z = " + "-" * 100_000 + "1\n    return x\n"
+    findings = check_source({"kernel.py": deep}, "kernel.py:rmsnorm", "reference.py:rmsnorm_reference")
+    assert [f.what for f in findings] == [provenance.TOO_DEEP]
+
+
 def test_honest_twin_a_shallow_file_is_read():
     shallow = "import torch\n\ndef rmsnorm(x, w, eps=1e-6):\n    _z = a" + ".b" * 20 + "\n    return x\n"
     assert check_source({"kernel.py": shallow}, "kernel.py:rmsnorm", "reference.py:rmsnorm_reference") == []
