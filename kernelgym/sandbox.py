@@ -51,6 +51,10 @@ PYTHON = os.path.abspath(sys.executable)
 #: /proc/1/mem a review rewrote its code without ptrace (which the seccomp filter refuses), to clear its
 #: parent-death signal and outlive the sandbox.
 PID1_MEMORY_MASK = ["--ro-bind", "/dev/null", "/proc/1/mem", "--ro-bind", "/dev/null", "/proc/1/task/1/mem"]
+#: /proc/keys and /proc/key-users list the keys the sandbox can see, with their descriptions: the host's session
+#: keyring, which the sandbox inherits (the seccomp filter refuses reading the keys themselves), names its keys
+#: there (a review read a Kerberos-style description). Masked where the kernel has them.
+KEYS_MASK = ["--ro-bind-try", "/dev/null", "/proc/keys", "--ro-bind-try", "/dev/null", "/proc/key-users"]
 
 #: The host user and group a sandbox runs as when kernelgym runs as root (``nobody``/``nogroup`` on Debian): never
 #: host uid 0, so /etc/shadow is unreadable, /proc/sys is not writable, bwrap's pid 1 (host root) is out of reach,
@@ -564,7 +568,7 @@ class BubblewrapSandbox(_Backend):
         # as on a host (the sandbox user is not the root that mounts them).
         # /proc/sys and /proc/sysrq-trigger read-only: sysctl files check only the uid, not capabilities
         # (kernel.core_pattern runs a program as host root), should a sandbox ever be host uid 0.
-        args += ["--proc", "/proc", "--ro-bind", "/proc/sys", "/proc/sys", *PID1_MEMORY_MASK,
+        args += ["--proc", "/proc", "--ro-bind", "/proc/sys", "/proc/sys", *PID1_MEMORY_MASK, *KEYS_MASK,
                  "--ro-bind-try", "/proc/sysrq-trigger", "/proc/sysrq-trigger",
                  "--dev", "/dev", "--perms", "1777", "--size", str(self.limits.tmpfs_bytes), "--tmpfs", "/tmp",
                  "--perms", "1777", "--size", str(self.limits.tmpfs_bytes), "--tmpfs", "/dev/shm"]

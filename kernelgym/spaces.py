@@ -128,9 +128,12 @@ def _parse_action(action: Any) -> Action:
                               f"most {MAX_CMD_BYTES - 1} in one argument: write a script with write_file and run it")
         fields[name] = value
     config = action.get("config", 0)
-    if isinstance(config, bool) or not isinstance(config, (int, np.integer)) or config < 0:
+    if isinstance(config, bool) or not isinstance(config, (int, np.integer)):
         raise ActionError(f"field 'config' must be a non-negative integer (a seen config's index), got {config!r}")
-    fields["config"] = int(config)
+    config = int.__int__(config) if isinstance(config, int) else int(config)  # an int subclass's value, not its say
+    if config < 0:
+        raise ActionError(f"field 'config' must be a non-negative integer (a seen config's index), got {config!r}")
+    fields["config"] = config
     truncate = action.get("truncate", False)
     if not isinstance(truncate, (bool, np.bool_)) or (truncate and kind != "submit"):
         raise ActionError(f"field 'truncate' must be a boolean, and true only on a submit; got {truncate!r}")

@@ -89,6 +89,11 @@ class _RaisingEq(str):
     __hash__ = str.__hash__
 
 
+class _LyingInt(int):
+    def __lt__(self, other):
+        return False
+
+
 class _RaisingContains(str):
     def __contains__(self, item):
         raise RuntimeError("no searching me")
@@ -103,8 +108,9 @@ class _RaisingContains(str):
     Action(kind="no_such_kind", path="kernel.py", content="x"),
     {"kind": _RaisingEq("shell"), "cmd": "true"},
     {"kind": "shell", "cmd": _RaisingContains("true")},
+    Action(kind="profile", config=_LyingInt(-3)),
 ], ids=["content-None", "cmd-None", "path-None", "new-None", "config-str", "unknown-kind", "kind-eq-raises",
-        "cmd-contains-raises"])
+        "cmd-contains-raises", "config-int-lies"])
 def test_an_action_object_or_odd_str_is_checked_like_a_dict_and_loses_nothing(env, action):
     """Found by review: parse_action returned Action objects unchecked (write_file with content=None emptied
     kernel.py, then raised TypeError out of step), and objects whose own methods raise escaped step()."""

@@ -124,6 +124,12 @@ def test_a3_perf_report_huge_int_crashes_grader(tmp_path, require_bwrap):
                             GraderConfig(sandbox="bwrap"), rounds=1).grade(ws)
     assert grade.stages[2].passed is False and grade.speedup is None and grade.score == pytest.approx(120.0)
     assert "too large for a float" in grade.stages[2].messages[0]
+    # Found by the second review: a time of 1e-320 ms made the speedup infinite and arena_score raised out of step().
+    (ws / "time.txt").write_text("1e-320")
+    grade = ReferenceGrader(load_reference_task(task_dir), all_profiles()["h200"], tmp_path / "grading2",
+                            GraderConfig(sandbox="bwrap"), rounds=1).grade(ws)
+    assert grade.stages[2].passed is False and grade.speedup is None and grade.score == pytest.approx(120.0)
+    assert "not a measurement" in grade.stages[2].messages[0]
 
 
 # -- 4: a link in a task folder to a host file ------------------------------------------------------------------------

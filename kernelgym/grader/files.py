@@ -98,17 +98,18 @@ def copy_regular_files(src: Path, dest: Path, max_bytes: int, suffixes: tuple[st
     return copied
 
 
-#: What `prune_grading_dir` keeps: small logs and result files, for diagnosing a grade after the fact.
-KEPT_SUFFIXES = (".json", ".log")
+
+#: What `prune_grading_dir` keeps: the harness's log and result files (by name: the candidate can add no more), for
+#: diagnosing a grade after the fact.
+KEPT_NAMES = ("harness.log", "check_result.json", "time_result.json")
 MAX_KEPT_BYTES = 1 << 20
 
 
 def prune_grading_dir(path: Path) -> None:
-    """Once a grade is read: remove everything in the grading directory `path` but its top-level ``.json`` and
-    ``.log`` files of at most `MAX_KEPT_BYTES` (the harness log, the results): the output tensors, caches, builds
-    and whatever the candidate left there would otherwise stay on disk for every grading (hundreds of MB each for
-    large configs). Best effort: what cannot be removed stays. Links are removed, never followed."""
-    import shutil
+    """Once a grade is read: remove everything in the grading directory `path` but the harness's log and result
+    files (`KEPT_NAMES`, each at most `MAX_KEPT_BYTES`): the output tensors, caches, builds and whatever the candidate
+    left there would otherwise stay on disk for every grading (hundreds of MB each for large configs). Best effort:
+    what cannot be removed stays. Links are removed, never followed."""
     try:
         entries = list(os.scandir(path))
     except OSError:
@@ -116,11 +117,30 @@ def prune_grading_dir(path: Path) -> None:
     for entry in entries:
         try:
             st = entry.stat(follow_symlinks=False)
-            if stat.S_ISREG(st.st_mode) and entry.name.endswith(KEPT_SUFFIXES) and st.st_size <= MAX_KEPT_BYTES:
+            if stat.S_ISREG(st.st_mode) and entry.name in KEPT_NAMES and st.st_size <= MAX_KEPT_BYTES:
                 continue
             if stat.S_ISDIR(st.st_mode):
-                shutil.rmtree(entry.path, ignore_errors=True)
+                remove_tree(Path(entry.path))
             else:
                 os.unlink(entry.path)
         except OSError:
             pass
+
+
+def remove_tree(path: Path) -> None:
+    """Remove `path` and everything under it, links never followed; best effort (what cannot be removed stays).
+    Python's rmtree recurses (a candidate's folder 3000 deep raised RecursionError in Python 3.11) and gives up on a
+    folder left mode 0; what it leaves goes to coreutils' ``chmod -R`` and ``rm -rf``, which take any depth and, run
+    like this, follow no link."""
+    import shutil
+    import subprocess
+    try:
+        shutil.rmtree(path, ignore_errors=True)
+    except RecursionError:
+        pass
+    if os.path.lexists(path):
+        for argv in (["chmod", "-R", "u+rwx", "--", str(path)], ["rm", "-rf", "--one-file-system", "--", str(path)]):
+            try:
+                subprocess.run(argv, capture_output=True, timeout=300)
+            except (OSError, subprocess.TimeoutExpired):
+                pass

@@ -21,7 +21,6 @@ import json
 import math
 import os
 import secrets
-import shutil
 import statistics
 import subprocess
 import threading
@@ -36,7 +35,7 @@ from kernelgym.errors import TaskSpecError
 from kernelgym.grader import build as builds
 from kernelgym.grader import tracer
 from kernelgym.grader.files import (MAX_EDITABLE_BYTES, copy_candidate, copy_editable, copy_public, copy_regular_files,
-                                    prune_grading_dir, write_new)
+                                    prune_grading_dir, remove_tree, write_new)
 from kernelgym.grader.provenance import check_cpp_source, check_source
 from kernelgym.grader.observer import (Observation, ObserverError, cross_check, find_ncu, foreign_kernels, ncu_argv,
                                        parse_report, split)
@@ -150,6 +149,9 @@ class GraderConfig:
     observer_margin: float = 0.25
     """How far (a fraction) a measured speedup more than `observer.NOISE` above 1 may exceed the profiler's ratio of
     device times."""
+    keep_grading_dirs: bool = False
+    """Keep each grading directory whole after its grade is read (for debugging a grading: the candidate's outputs
+    and whatever it wrote there). By default only the harness's log and result files stay (`prune_grading_dir`)."""
 
 
 @dataclass
@@ -390,9 +392,10 @@ class Grader:
         for name, state in checks.items():
             if state == "pending":
                 checks[name] = "not run: an earlier gate failed"
-        prune_grading_dir(session.gdir)  # the grade is read: outputs, caches and builds go, logs stay
-        for directory in getattr(session, "observed_dirs", ()):
-            shutil.rmtree(directory, ignore_errors=True)
+        if not self.config.keep_grading_dirs:  # the grade is read: outputs, caches and builds go, logs stay
+            prune_grading_dir(session.gdir)
+            for directory in getattr(session, "observed_dirs", ()):
+                remove_tree(directory)
         mean = statistics.fmean(speedups) if speedups else None
         geo = math.exp(statistics.fmean(math.log(s) for s in speedups)) if speedups else None
         score = arena_score(bool(compile_stage.passed), bool(correct_stage.passed), mean)

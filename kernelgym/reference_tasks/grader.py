@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import re
 import shlex
 import shutil
@@ -31,7 +30,7 @@ from typing import Any
 from kernelgym.env import workspace_bytes
 from kernelgym.grader import Grade, GraderConfig
 from kernelgym.grader.grader import NOT_MEASURED_ON_INTERPRETER, Stage
-from kernelgym.grader.files import copy_editable, write_new
+from kernelgym.grader.files import copy_editable, remove_tree, write_new
 from kernelgym.grader.score import arena_score
 from kernelgym.hardware import HardwareProfile
 from kernelgym.reference_tasks.placeholder import PlaceholderError, materialize_tree
@@ -145,7 +144,7 @@ def _case_time(case: dict) -> float:
     """The case's time, ms; -1 where it failed (missing, -1, NaN or not positive).
 
     Raises:
-        ValueError: the time is not a number, or an integer too large for a float."""
+        ValueError: the time is not a number, an integer too large for a float, or below `MIN_TIME_MS`."""
     value = case.get("execution_time_ms")
     if value is None and isinstance(case.get("timing_ms"), dict):
         value = case["timing_ms"].get("mean")
@@ -157,7 +156,13 @@ def _case_time(case: dict) -> float:
         value = float(value)
     except OverflowError:
         raise ValueError(f"time {str(value)[:40]}... is too large for a float") from None
+    if math.isfinite(value) and 0 < value < MIN_TIME_MS:
+        raise ValueError(f"time {value:g} ms is below {MIN_TIME_MS * 1e6:g} ns: not a measurement")
     return value if math.isfinite(value) and value > 0 else -1.0
+
+
+#: No kernel call takes less (ms): a report's smaller time is refused (1e-320 ms made the speedup infinite).
+MIN_TIME_MS = 1e-6
 
 
 def read_performance_report(root: Path) -> tuple[dict[str, tuple[dict, float]], str | None]:
@@ -218,23 +223,6 @@ def compare_cases(baseline: dict[str, tuple[dict, float]], candidate: dict[str, 
                      "candidate_ms": cand_ms if cand_ms > 0 else None, "speedup": ratio})
         ratios.append(ratio)
     return rows, ratios, problems
-
-
-def remove_tree(path: Path) -> None:
-    """Remove `path` and everything under it, links not followed; what cannot be removed is left."""
-    def retry(func, name, _exc):
-        # The candidate may have left a folder unreadable or unwritable (chmod 0): it is this user's own, so it is
-        # opened up and tried once more.
-        try:
-            os.chmod(os.path.dirname(name), 0o700)
-            if func in (os.unlink, os.rmdir):
-                func(name)
-            elif not os.path.islink(name):  # a folder that could not be opened or listed
-                os.chmod(name, 0o700)
-                shutil.rmtree(name, ignore_errors=True)
-        except OSError:
-            pass
-    shutil.rmtree(path, onerror=retry)
 
 
 class ReferenceGrader:

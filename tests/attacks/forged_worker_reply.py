@@ -16,7 +16,7 @@ import sys
 import pytest
 
 from kernelgym.discovery import get_task
-from kernelgym.grader import Grader
+from kernelgym.grader import Grader, GraderConfig
 from kernelgym.hardware import detect_profile
 
 TASK = get_task("triton-rmsnorm")
@@ -40,7 +40,7 @@ _os._exit(1)
 def test_a_candidate_gets_no_second_run(tmp_path, require_bwrap, make_workspace):
     # Deleting its log, exiting early and forging the worker's reply used to buy a second run in a fresh process.
     ws = make_workspace(RUN_ONCE_THEN_VANISH)
-    grader = Grader(TASK, detect_profile("cpu-interpreter"), tmp_path / "grading")
+    grader = Grader(TASK, detect_profile("cpu-interpreter"), tmp_path / "grading", GraderConfig(keep_grading_dirs=True))
     grader.start_worker(seed=4)
     gdir = grader._prepared.gdir
     g = grader.grade(ws, seed=4)

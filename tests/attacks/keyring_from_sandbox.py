@@ -42,3 +42,13 @@ def test_honest_twin_keyrings_work_outside_the_sandbox():
     libc = ctypes.CDLL(None, use_errno=True)
     ring = libc.syscall(NR[machine]["keyctl"], KEYCTL_GET_KEYRING_ID, KEY_SPEC_SESSION_KEYRING, 0)
     assert ring > 0, os.strerror(ctypes.get_errno())
+
+
+def test_the_keys_list_is_masked_in_the_sandbox(box):
+    """Found by the second review: /proc/keys listed the host session keyring's key descriptions."""
+    r = box.run(["sh", "-c", "cat /proc/keys /proc/key-users 2>&1; echo END"])
+    assert "END" in r.output and "keyring" not in r.output and ": 0" not in r.output, r.output
+
+
+def test_honest_twin_the_keys_list_is_readable_outside():
+    assert "keyring" in open("/proc/keys").read()

@@ -65,7 +65,7 @@ def test_a_run_queued_in_the_workers_stdin_is_never_served(tmp_path, require_bwr
     # the token, so the second run could forge the reply. Now the reply is still read and the worker exits after
     # its one run.
     ws = make_workspace(SECOND_RUN + "\n" + BASELINE)
-    grader = Grader(TASK, detect_profile("cpu-interpreter"), tmp_path / "grading", GraderConfig(timeout_s=60.0, static_check=False))
+    grader = Grader(TASK, detect_profile("cpu-interpreter"), tmp_path / "grading", GraderConfig(timeout_s=60.0, static_check=False, keep_grading_dirs=True))
     grader.start_worker(seed=5)
     gdir = grader._prepared.gdir
     t = time.monotonic()

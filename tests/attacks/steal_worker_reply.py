@@ -48,7 +48,7 @@ for _k in range(4):  # leftover readers on the worker's reply pipe, forging 'unp
 @pytest.mark.timeout(300)
 def test_leftover_processes_cannot_steal_or_forge_the_workers_reply(tmp_path, require_bwrap, make_workspace):
     ws = make_workspace(STEAL_THE_REPLY)
-    grader = Grader(TASK, detect_profile("cpu-interpreter"), tmp_path / "grading", GraderConfig(timeout_s=60.0, static_check=False))
+    grader = Grader(TASK, detect_profile("cpu-interpreter"), tmp_path / "grading", GraderConfig(timeout_s=60.0, static_check=False, keep_grading_dirs=True))
     grader.start_worker(seed=5)
     gdir = grader._prepared.gdir
     g = grader.grade(ws, seed=5)

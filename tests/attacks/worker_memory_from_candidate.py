@@ -33,7 +33,7 @@ with open(_os.path.join(_d, "probe.txt"), "w") as _f:
 def test_the_candidate_cannot_open_the_workers_memory(tmp_path, require_bwrap, make_workspace):
     ws = make_workspace(OPEN_WORKER_MEMORY)
     # The probe reads /proc and opens files by name: the static check would refuse it before it runs.
-    grader = Grader(TASK, detect_profile("cpu-interpreter"), tmp_path / "grading", GraderConfig(static_check=False))
+    grader = Grader(TASK, detect_profile("cpu-interpreter"), tmp_path / "grading", GraderConfig(static_check=False, keep_grading_dirs=True))
     grader.start_worker(seed=2)  # the prepared path: the candidate runs in a child the worker forked
     gdir = grader._prepared.gdir
     g = grader.grade(ws, seed=2)
