@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 import stat
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any, Literal
 
 import yaml
@@ -120,13 +120,16 @@ class TaskSpec(BaseModel):
     @classmethod
     def _relative(cls, files: list[str]) -> list[str]:
         for f in files:
-            if Path(f).is_absolute() or ".." in Path(f).parts:
+            if Path(f).is_absolute() or ".." in Path(f).parts or not Path(f).parts:
                 raise ValueError(f"editable file {f!r} must be a relative path inside the task directory")
-        return files
+        # One spelling per file (`./kernel.py`, `a//b.py`): the file walk names them so, and a second spelling would
+        # copy the file twice.
+        return [PurePosixPath(f).as_posix() for f in files]
 
     @model_validator(mode="after")
     def _consistent(self) -> "TaskSpec":
-        entry_file = self.entry_point.split(":")[0]
+        entry_file = PurePosixPath(self.entry_point.split(":")[0]).as_posix()
+        self.entry_point = f"{entry_file}:{self.entry_point.split(':')[1]}"  # spelled as editable_files are
         if entry_file not in self.editable_files:
             raise ValueError(f"entry_point file {entry_file!r} is not in editable_files {self.editable_files}")
         from kernelgym.backends import available_languages  # here: backends import errors, not task

@@ -125,3 +125,17 @@ def test_a_reference_format_folder_given_as_a_task_names_its_env():
     folder = Path(__file__).parent / "data" / "reference_tasks" / "rocmbench_add_kernel"
     with pytest.raises(UnknownTaskError, match="ReferenceTaskEnv"):
         get_task(str(folder))
+
+
+def test_an_editable_file_spelled_with_dot_slash_is_copied_once(task_copy, tmp_path):
+    """Found by review (the reference format had it too): `./kernel.py` in editable_files named the file twice, once
+    as spelled and once as the folder walk names it, and grading failed writing it a second time."""
+    from kernelgym.grader.files import copy_candidate
+    text = (task_copy / "task.yaml").read_text()
+    (task_copy / "task.yaml").write_text(text.replace("editable_files: [kernel.py]", "editable_files: [./kernel.py]", 1)
+                                         .replace("entry_point: kernel.py:", "entry_point: ./kernel.py:", 1))
+    task = load_task(task_copy)
+    assert task.spec.editable_files == ["kernel.py"] and task.spec.entry_point == "kernel.py:rmsnorm"
+    dest = tmp_path / "grading"
+    dest.mkdir()
+    assert copy_candidate(task, task_copy, dest) == [] and (dest / "kernel.py").is_file()
