@@ -2,7 +2,7 @@
 # repository root, with `carry: [".whl", ".deb"]`:
 #     bash benchmarks/gpu_plan.sh 1           # issue 14: the suite's tasks not yet run (and argmax's unseen configs)
 #     bash benchmarks/gpu_plan.sh 1b SKIP     # issue 14: the rest; SKIP = comma-separated tasks call 1 finished
-#     bash benchmarks/gpu_plan.sh 2           # issue 11: the observer; self-grading with and without it
+#     bash benchmarks/gpu_plan.sh 2           # issue 11: where the timing bias comes from; the observer; self-grading
 #     bash benchmarks/gpu_plan.sh 3           # issue 13: the main job
 # Each writes its files under $OUT (the device tool brings them back); copy them into benchmarks/results/ with the
 # machine and date, and say what they show in benchmarks/results/README.md. Merge the suite's runs into one table:
@@ -19,9 +19,10 @@ case "$1" in
   1b)
     timeout 560 python3 benchmarks/task_suite.py --skip "triton-argmax-sampling,triton-bias-gelu,triton-bmm,$2" --observed 0 --out "$OUT/task_suite_1b.json" --budget-s 470 2>&1 | tee "$OUT/task_suite_1b.log" | grep -E "^\||budget|error|task [0-9]" ;;
   2)
+    timeout 90 python3 benchmarks/timing_bias.py --out "$OUT/timing_bias.json" 2>&1 | tee "$OUT/timing_bias.log"
     timeout 170 python3 benchmarks/observer_check.py --out "$OUT/observer_check.json" --reports "$OUT/reports" --n 3 > "$OUT/observer_check.log" 2>&1
     grep -E "^==|observed run|latency" "$OUT/observer_check.log" | cut -c1-300
-    timeout 200 python3 benchmarks/grading.py --only a --n 25 --out "$OUT/grading_a_tracer.json" > "$OUT/grading_a_tracer.log" 2>&1
+    timeout 170 python3 benchmarks/grading.py --only a --n 25 --out "$OUT/grading_a_tracer.json" > "$OUT/grading_a_tracer.log" 2>&1
     timeout 150 python3 benchmarks/grading.py --only a --n 25 --observer off --out "$OUT/grading_a_off.json" > "$OUT/grading_a_off.log" 2>&1
     grep -h "(a) self" "$OUT"/grading_a_*.log | cut -c1-90 ;;
   3)
