@@ -76,14 +76,24 @@ def copy_regular_files(src: Path, dest: Path, max_bytes: int, suffixes: tuple[st
     copied = 0
     if not src.is_dir() or src.is_symlink():
         return 0
-    for root, dirs, files in os.walk(src, followlinks=False):
-        for name in files:
-            if suffixes is not None and not name.endswith(suffixes):
-                continue
-            path = Path(root) / name
+    # An explicit stack, not os.walk, which recurses (a candidate's tree 3000 deep raised RecursionError).
+    stack = [src]
+    while stack:
+        directory = stack.pop()
+        try:
+            entries = sorted(os.scandir(directory), key=lambda e: e.name)
+        except OSError:
+            continue
+        for entry in entries:
+            path = Path(entry.path)
             try:
-                st = os.lstat(path)
+                st = entry.stat(follow_symlinks=False)
             except OSError:
+                continue
+            if stat.S_ISDIR(st.st_mode):
+                stack.append(path)
+                continue
+            if suffixes is not None and not entry.name.endswith(suffixes):
                 continue
             if not stat.S_ISREG(st.st_mode) or copied + st.st_size > max_bytes:
                 continue
@@ -91,11 +101,31 @@ def copy_regular_files(src: Path, dest: Path, max_bytes: int, suffixes: tuple[st
                 fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
                 with os.fdopen(fd, "rb") as f:
                     data = f.read(st.st_size + 1)[:st.st_size]
+                if entry.name.startswith("__grp__") and entry.name.endswith(".json"):
+                    data = rebase_cache_group(data, src, dest)
+                    if data is None:
+                        continue
                 write_new(dest / path.relative_to(src), data)
             except OSError:
                 continue
             copied += len(data)
     return copied
+
+
+def rebase_cache_group(data: bytes, src: Path, dest: Path) -> bytes | None:
+    """A Triton cache group file (``__grp__<name>.json``: ``{"child_paths": {file name: absolute path}}``) moved from
+    the cache `src` to `dest`: Triton finds a compiled kernel through these absolute paths, so a copy that kept them
+    would point where the copying process's sandbox cannot see, and Triton would compile again. Paths outside `src`
+    are dropped. Returns the new file's bytes, or None where `data` is not such a file."""
+    import json
+    prefix = str(src) + os.sep
+    try:
+        children = json.loads(data)["child_paths"]
+        moved = {str(name): str(dest) + os.sep + path[len(prefix):] for name, path in children.items()
+                 if isinstance(path, str) and path.startswith(prefix) and ".." not in Path(path).parts}
+    except (ValueError, KeyError, TypeError, AttributeError, RecursionError):
+        return None
+    return json.dumps({"child_paths": moved}).encode()
 
 
 

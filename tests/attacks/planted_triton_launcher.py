@@ -26,3 +26,32 @@ def test_only_kernel_artifacts_reach_the_observed_run(tmp_path):
     copy_regular_files(tmp_path / "cache", dest, 1 << 20, KERNEL_ARTIFACTS)
     copied = sorted(str(p.relative_to(dest)) for p in dest.rglob("*") if p.is_file())
     assert copied == ["HASH1/rmsnorm_kernel.cubin", "HASH1/rmsnorm_kernel.json"]
+
+
+def test_the_kernel_group_is_moved_with_the_kernel_and_points_nowhere_else(tmp_path):
+    """Triton finds a cached kernel through its group file's absolute paths: copied unchanged, they named the
+    checked run's directory, which the observed run's sandbox cannot see, so it compiled every kernel again. The
+    copy now points into the observed run's cache; a path outside the checked run's cache (the candidate can write
+    the group file) is dropped, and a tree too deep for os.walk stops the copy instead of raising."""
+    import json
+    src = tmp_path / "cache"
+    (src / "HASH1").mkdir(parents=True)
+    (src / "HASH1" / "k.cubin").write_bytes(b"\x7fELF kernel")
+    (src / "HASH1" / "k.json").write_text("{}")
+    (src / "HASH1" / "__grp__k.json").write_text(json.dumps({"child_paths": {
+        "k.cubin": str(src / "HASH1" / "k.cubin"), "k.json": str(src / "HASH1" / "k.json"),
+        "evil.so": "/etc/passwd", "up.json": str(src / "HASH1" / ".." / ".." / "x.json")}}))
+    deep = src / "deep"
+    deep.mkdir()
+    os.chdir(deep)
+    try:
+        for _ in range(1200):
+            os.mkdir("d")
+            os.chdir("d")
+    finally:
+        os.chdir(tmp_path)
+    dest = tmp_path / "observed"
+    copy_regular_files(src, dest, 1 << 20, KERNEL_ARTIFACTS)
+    group = json.loads((dest / "HASH1" / "__grp__k.json").read_text())["child_paths"]
+    assert group == {"k.cubin": str(dest / "HASH1" / "k.cubin"), "k.json": str(dest / "HASH1" / "k.json")}
+    assert all(os.path.isfile(p) for p in group.values())
