@@ -403,6 +403,11 @@ DEFENCES: tuple[Defence, ...] = (
             "of that cache only compiled kernels and their metadata are copied (no `.so`, no links): the observed run "
             "builds its own launchers, and recompiling the kernels would cost the time the copy saves",
             "kernelgym.grader.grader:KERNEL_ARTIFACTS", _a("planted_triton_launcher"), "ci"),
+    Defence("baseline_kernel_cache_before_candidate", "rewriting the baseline's compiled kernels in the grading "
+            "directory's Triton cache so that later gradings, seeded from it, time a slower baseline",
+            "the cache later gradings are seeded from is copied once, after the worker prepared a grading and before "
+            "the go that lets candidate code run; later writes reach only the candidate's own grading",
+            "kernelgym.grader.grader:Grader._keep_kernel_cache", _a("poisoned_baseline_kernel_cache"), "ci"),
     Defence("warmup_on_other_values", "doing the work in the observed warm-up call and returning it, cached by value, "
             "from a checked call that launches only a token kernel (tiny observed time: any forged speedup passes)",
             "the warm-up calls (where JIT compilation and autotuning happen) get inputs of the same shapes from "

@@ -83,6 +83,19 @@ _BASELINE_OBSERVATIONS: dict[tuple, Observation] = {}
 _BASELINE_LOCK = threading.Lock()
 #: The Triton cache of each baseline's observed run (its host launchers, built by task code only), by the same key.
 _BASELINE_LAUNCHERS: dict[tuple, Path] = {}
+#: Per process, by the same key: a copy of the Triton cache of a prepared grading, taken before any candidate code ran
+#: there (the pristine baseline's compiled kernels and launchers only), seeded into every later grading directory so
+#: the baseline, and a candidate that shares its kernels, are not compiled again (`Grader._keep_kernel_cache`).
+_BASELINE_KERNEL_CACHES: dict[tuple, Path] = {}
+
+
+def _cache_of(key: tuple) -> Path | None:
+    """The kept baseline kernel cache for `key`, or None (none kept, or its folder is gone)."""
+    cache = _BASELINE_KERNEL_CACHES.get(key)
+    if cache is not None and not cache.is_dir():
+        _BASELINE_KERNEL_CACHES.pop(key, None)
+        return None
+    return cache
 
 
 @dataclass
@@ -290,6 +303,8 @@ class Grader:
         self.stop_worker()
         self._prepared = None
         session = self._new_session(seed) if seed is not None else None
+        if session is not None:
+            self._seed_kernel_cache(session.gdir)
         self.worker = GraderWorker(session.gdir if session else self.work_dir, self._readonly(), self.config.sandbox,
                                    gpu=not self.hardware.interpreter,
                                    env=self._harness_env(session.gdir if session else None),
@@ -703,6 +718,25 @@ class Grader:
         _BASELINE_LAUNCHERS[self._baseline_key()] = results / TRITON_CACHE
         return observation
 
+    def _keep_kernel_cache(self, gdir: Path) -> None:
+        """Called once the worker has prepared the grading in `gdir` and before any candidate code runs there: keep a
+        copy of its Triton cache (the baseline's kernels and launchers, compiled from the pristine task) for later
+        gradings, the first time only."""
+        key = self._baseline_key()
+        if self.hardware.interpreter or _cache_of(key) is not None:
+            return
+        dest = self.work_dir / f"baseline-kernels-{uuid.uuid4().hex[:8]}"
+        if copy_regular_files(gdir / TRITON_CACHE, dest, MAX_CACHE_BYTES):
+            _BASELINE_KERNEL_CACHES[key] = dest
+
+    def _seed_kernel_cache(self, gdir: Path) -> None:
+        """Fill the new grading directory `gdir`'s Triton cache from the kept copy, if any (its group files moved to
+        point there): the harness then finds the baseline's kernels compiled. What the candidate later does to
+        these files touches only its own grading."""
+        cache = _cache_of(self._baseline_key())
+        if cache is not None and not self.hardware.interpreter:
+            copy_regular_files(cache, gdir / TRITON_CACHE, MAX_CACHE_BYTES)
+
     def _observer_dir(self) -> Path:
         """A new owner-only directory beside the grading directories: an observed run's only writable one."""
         results = self.work_dir / f"observed-{uuid.uuid4().hex[:12]}"
@@ -898,7 +932,8 @@ class Grader:
         check_path, time_path = gdir / CHECK_RESULT, gdir / TIME_RESULT
         timed_out, output = False, None
         if self.worker is not None and self.worker.alive():
-            code, timed_out, unprepared = self.worker.request(gdir / REQUEST, self.timeout_s)
+            code, timed_out, unprepared = self.worker.request(gdir / REQUEST, self.timeout_s,
+                                                              on_started=lambda: self._keep_kernel_cache(gdir))
             if not self.keep_worker:  # one grading per worker: nothing a candidate did to it outlives this grading
                 self.worker.stop()
                 self.worker = None

@@ -13,6 +13,7 @@ import select
 import time
 import weakref
 from pathlib import Path
+from typing import Callable
 
 from kernelgym.backends import BACKENDS_DIR
 from kernelgym.sandbox import PYTHON, Limits, kill_group, make_sandbox
@@ -63,7 +64,8 @@ class GraderWorker:
         """Whether the worker process is still running."""
         return self.proc.poll() is None
 
-    def request(self, request_path: Path, timeout_s: float) -> tuple[int | None, bool, bool]:
+    def request(self, request_path: Path, timeout_s: float,
+                on_started: Callable[[], None] | None = None) -> tuple[int | None, bool, bool]:
         """Serve one request (prepared or not). Returns (child exit code or None, timed_out, unprepared):
         `unprepared` is True only where the prepared child died before it was ready, so no candidate code ran
         and the request may be served elsewhere. On a timeout the worker is killed (and with it the child).
@@ -71,7 +73,9 @@ class GraderWorker:
         Every reply must carry a token sent with this request: a candidate can write to the worker's stdout
         (through bwrap's pid 1) but never saw the token, which the worker read before the candidate started.
         For a prepared request the worker first says ``started`` and waits for our ``go``: after that, no
-        ``unprepared`` is taken, so a candidate that stole the token later still cannot buy a second run."""
+        ``unprepared`` is taken, so a candidate that stole the token later still cannot buy a second run.
+        `on_started` runs between ``started`` and our ``go``: the request is prepared and no candidate code has run
+        (an error there is ignored: it must not cost the grading)."""
         token = secrets.token_hex(16)
         if not self.alive() or not self._send(f"run {token} {request_path}"):
             return None, False, False
@@ -101,6 +105,11 @@ class GraderWorker:
                 head = line[:-len(marker)].split(b" ")
                 if head[-1].endswith(b"started") and not started:
                     started = True
+                    if on_started is not None:
+                        try:
+                            on_started()
+                        except Exception:  # noqa: BLE001 - a convenience of the parent's; the grading goes on
+                            pass
                     self._send(f"go {token}")
                 elif len(head) >= 2 and (head[-2].endswith(b"done") or head[-2].endswith(b"unprepared") and not started):
                     try:

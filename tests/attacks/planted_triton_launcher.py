@@ -9,7 +9,7 @@ Honest twin: the kernel files themselves are copied, so the observed run need no
 """
 import os
 
-from kernelgym.grader.files import copy_regular_files
+from kernelgym.grader.files import copy_regular_files, remove_tree
 from kernelgym.grader.grader import KERNEL_ARTIFACTS
 
 
@@ -50,8 +50,11 @@ def test_the_kernel_group_is_moved_with_the_kernel_and_points_nowhere_else(tmp_p
             os.chdir("d")
     finally:
         os.chdir(tmp_path)
-    dest = tmp_path / "observed"
-    copy_regular_files(src, dest, 1 << 20, KERNEL_ARTIFACTS)
-    group = json.loads((dest / "HASH1" / "__grp__k.json").read_text())["child_paths"]
-    assert group == {"k.cubin": str(dest / "HASH1" / "k.cubin"), "k.json": str(dest / "HASH1" / "k.json")}
-    assert all(os.path.isfile(p) for p in group.values())
+    try:
+        dest = tmp_path / "observed"
+        copy_regular_files(src, dest, 1 << 20, KERNEL_ARTIFACTS)
+        group = json.loads((dest / "HASH1" / "__grp__k.json").read_text())["child_paths"]
+        assert group == {"k.cubin": str(dest / "HASH1" / "k.cubin"), "k.json": str(dest / "HASH1" / "k.json")}
+        assert all(os.path.isfile(p) for p in group.values())
+    finally:
+        remove_tree(deep)  # pytest's own clean-up of old temporary folders recurses, and would fail on it
