@@ -3,7 +3,6 @@ prepared grading before any candidate code runs there, the first time only, and 
 with Triton's group files pointing at the new place. The GPU compile it saves is measured on the H200, not here."""
 import json
 
-
 import kernelgym.grader.grader as grader_module
 from kernelgym.discovery import get_task
 from kernelgym.grader import Grader
