@@ -722,8 +722,10 @@ class Grader:
         """Called once the worker has prepared the grading in `gdir` and before any candidate code runs there: keep a
         copy of its Triton cache (the baseline's kernels and launchers, compiled from the pristine task) for later
         gradings, the first time only."""
+        if self.hardware.interpreter:  # nothing is compiled there (and the key would look for the tracer)
+            return
         key = self._baseline_key()
-        if self.hardware.interpreter or _cache_of(key) is not None:
+        if _cache_of(key) is not None:
             return
         dest = self.work_dir / f"baseline-kernels-{uuid.uuid4().hex[:8]}"
         if copy_regular_files(gdir / TRITON_CACHE, dest, MAX_CACHE_BYTES):
@@ -733,8 +735,10 @@ class Grader:
         """Fill the new grading directory `gdir`'s Triton cache from the kept copy, if any (its group files moved to
         point there): the harness then finds the baseline's kernels compiled. What the candidate later does to
         these files touches only its own grading."""
+        if self.hardware.interpreter:
+            return
         cache = _cache_of(self._baseline_key())
-        if cache is not None and not self.hardware.interpreter:
+        if cache is not None:
             copy_regular_files(cache, gdir / TRITON_CACHE, MAX_CACHE_BYTES)
 
     def _observer_dir(self) -> Path:
