@@ -233,10 +233,14 @@ def task_tree_problems(root: Path, skip: tuple[str, ...] = ()) -> list[str]:
     ends). Folders named in `skip` are not walked."""
     problems = []
     for here, dirs, names in os.walk(root):
-        dirs[:] = sorted(d for d in dirs if d not in skip)
+        # __pycache__: Python writes its cache there (a temporary file, then a rename) while another process walks
+        # the folder; the files it holds are never copied (`Task.public_files` leaves them out).
+        dirs[:] = sorted(d for d in dirs if d not in skip and d != "__pycache__")
         for name in sorted(dirs + names):
             path = Path(here, name)
             rel = path.relative_to(root)
+            if not os.path.lexists(path):
+                continue  # gone since the folder was listed: nothing to copy, nothing to refuse
             if path.is_symlink() and not inside(root, path):
                 problems.append(f"{rel}: a symlink to {os.readlink(path)!r}, which is outside the task folder")
             elif name in names and not _is_regular(path):
