@@ -43,13 +43,14 @@ def test_the_kernel_group_is_moved_with_the_kernel_and_points_nowhere_else(tmp_p
         "evil.so": "/etc/passwd", "up.json": str(src / "HASH1" / ".." / ".." / "x.json")}}))
     deep = src / "deep"
     deep.mkdir()
+    here = os.getcwd()
     os.chdir(deep)
     try:
         for _ in range(1200):
             os.mkdir("d")
             os.chdir("d")
     finally:
-        os.chdir(tmp_path)
+        os.chdir(here)  # the test process's own working directory, as other tests expect it
     try:
         dest = tmp_path / "observed"
         copy_regular_files(src, dest, 1 << 20, KERNEL_ARTIFACTS)
