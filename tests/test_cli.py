@@ -60,12 +60,12 @@ def _user_tasks(root):
 
 
 def test_list_shows_language_hardware_and_broken_tasks(tmp_path, capsys, monkeypatch):
-    # A console of its own: in a pytest worker the module's console outlives the commands other tests ran in-process
-    # (in the full suite, its output here stopped after the first table); a `kernelgym` process runs one command.
+    # A console wide enough that no cell wraps: the error cell holds tmp_path twice, and under xdist (a longer tmp_path)
+    # the 200-column console folded "not valid YAML" across two lines.
     from rich.console import Console
 
     import kernelgym.cli as cli
-    monkeypatch.setattr(cli, "console", Console(width=200))
+    monkeypatch.setattr(cli, "console", Console(width=4000))
     good, broken = _user_tasks(tmp_path)
     assert main(["list", "--tasks-dir", str(tmp_path)]) == 0  # a broken task is reported, not fatal
     out = capsys.readouterr().out
