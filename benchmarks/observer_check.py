@@ -102,9 +102,9 @@ def grade(task_name, files, config, hw, reports=None, label=""):
                 shutil.copy(report, Path(reports) / f"{label}{'.csv' if report.suffix == '.csv' else '.trace'}")
     rows = [{k: c.get(k) for k in ("config", "correct", "error", "speedup", "noise_band", "observed_ms",
                                    "observed_baseline_ms")} for c in g.configs]
-    log = getattr(grader.session, "observer_log", "")
+    log = grader.session.observer_log
     phases = [line for line in log.splitlines() if line.startswith("[harness]")]
-    return {"tool": grader.observer_tool(), "observer_ahead": getattr(grader.session, "observer_ahead", None),
+    return {"tool": grader.observer_tool(), "observer_ahead": grader.session.observer_ahead,
             "observer_harness_phases": phases, "score": g.score, "correct": g.correct, "speedup": g.speedup, "wall_s": wall, "phases_s": g.phases_s,
             "checks": g.checks, "stages": [(s.name, s.passed, s.messages) for s in g.stages], "rows": rows}
 

@@ -350,3 +350,33 @@ def recorded():
         before = parts[0] + [k for warmup in parts[1::2] for k in warmup]
         return Observation(before=before, checked=parts[2::2], after=kernels[marks[-1] + 1:])
     return load
+
+
+@pytest.fixture
+def timed_reference_task(tmp_path, require_bwrap):
+    """timed_reference_task(file, baseline, candidate, perf_runner, rounds) -> a `ReferenceGrader` on the h200 profile
+    and a workspace: a reference-format task whose "kernel" is the text of `file` (`baseline` in the task folder,
+    `candidate` in the workspace), which `perf_runner` (the performance command, run from the grading folder) turns
+    into build/performance_report.json. Graded as on a GPU profile: the sandbox passes no device here, and the
+    commands need none."""
+    from kernelgym.grader import GraderConfig
+    from kernelgym.hardware import all_profiles
+    from kernelgym.reference_tasks import load_reference_task
+    from kernelgym.reference_tasks.grader import ReferenceGrader
+
+    def make(file, baseline, candidate, perf_runner, rounds):
+        task_dir = tmp_path / "timed"
+        task_dir.mkdir()
+        (task_dir / file).write_text(baseline)
+        (task_dir / "perf.py").write_text(perf_runner)
+        (task_dir / "config.yaml").write_text(
+            f"source_file_path: [{file}]\ncompile_command: ['python3 -c \"print(1)\"']\n"
+            "correctness_command: ['python3 -c \"print(1)\"']\nperformance_command: [python3 perf.py]\n"
+            "task_type: triton2triton\n")
+        ws = tmp_path / "ws"
+        ws.mkdir()
+        (ws / file).write_text(candidate)
+        grader = ReferenceGrader(load_reference_task(task_dir), all_profiles()["h200"], tmp_path / "grading",
+                                 GraderConfig(sandbox="bwrap"), rounds=rounds)
+        return grader, ws
+    return make

@@ -13,12 +13,11 @@ import pytest
 
 import kernelgym
 from kernelgym.cli import main as cli_main
-from kernelgym.grader import GraderConfig
 from kernelgym.grader.grader import NOT_MEASURED_ON_INTERPRETER
-from kernelgym.hardware import all_profiles, detect_profile
+from kernelgym.hardware import all_profiles
 from kernelgym.reference_tasks import (UnsupportedTaskError, discover_reference_tasks, load_reference_task,
                                        unsupported_reason)
-from kernelgym.reference_tasks.grader import (ReferenceGrader, command_line, compare_cases, prepare_dir,
+from kernelgym.reference_tasks.grader import (command_line, compare_cases, prepare_dir,
                                               read_performance_report)
 from kernelgym.reference_tasks.placeholder import (BEGIN, END, PlaceholderError, find_block, helpers_source,
                                                    materialize)
@@ -293,22 +292,10 @@ json.dump([{"test_case_id": k, "execution_time_ms": v, "params": {"case": k}} fo
 
 @pytest.mark.parametrize("candidate,score,passed", [({"b": 4.0, "a": 1.0}, 270.0, True),
                                                     ({"a": 1.0, "b": -1.0}, 220.0, False)])
-def test_gpu_path_scores_the_mean_speedup(candidate, score, passed, tmp_path, require_bwrap):
-    # A task whose "kernel" is its times: the baseline's file says 2 ms and 4 ms. Graded as on a GPU profile (the
-    # sandbox passes no device here, and the commands need none).
-    task_dir = tmp_path / "timed"
-    task_dir.mkdir()
-    (task_dir / "times.json").write_text(json.dumps({"a": 2.0, "b": 4.0}))
-    (task_dir / "perf.py").write_text(PERF_RUNNER)
-    (task_dir / "config.yaml").write_text(
-        "source_file_path: [times.json]\ncompile_command: ['python3 -c \"print(1)\"']\n"
-        "correctness_command: ['python3 -c \"print(1)\"']\nperformance_command: [python3 perf.py]\n"
-        "task_type: triton2triton\n")
-    ws = tmp_path / "ws"
-    ws.mkdir()
-    (ws / "times.json").write_text(json.dumps(candidate))
-    grader = ReferenceGrader(load_reference_task(task_dir), all_profiles()["h200"], tmp_path / "grading",
-                             GraderConfig(sandbox="bwrap"), rounds=2)
+def test_gpu_path_scores_the_mean_speedup(candidate, score, passed, timed_reference_task):
+    # A task whose "kernel" is its times: the baseline's file says 2 ms and 4 ms.
+    grader, ws = timed_reference_task("times.json", json.dumps({"a": 2.0, "b": 4.0}), json.dumps(candidate),
+                                      PERF_RUNNER, rounds=2)
     grade = grader.grade(ws)
     assert grade.score == pytest.approx(score) and grade.stages[2].passed is passed
     assert {r["config"]["case"]: r["speedup"] for r in grade.configs} == {"a": 2.0, "b": 1.0 if passed else 0.0}

@@ -101,33 +101,21 @@ open("build/performance_report.json", "w").write('[{"params": {"n": 1}, "executi
 """
 
 
-def test_a3_perf_report_huge_int_crashes_grader(tmp_path, require_bwrap):
+def test_a3_perf_report_huge_int_crashes_grader(tmp_path, timed_reference_task):
     (tmp_path / "build").mkdir()
     for value in ("9" * 400, '"fast"'):
         (tmp_path / "build" / "performance_report.json").write_text(
             '[{"params": {"n": 1}, "execution_time_ms": ' + value + '}]')
         cases, error = read_performance_report(tmp_path)
         assert cases == {} and "test case 0" in error
-    # Through the grader, as on a GPU (the commands need none): the performance stage fails, with no speedup.
-    task_dir = tmp_path / "timed"
-    task_dir.mkdir()
-    (task_dir / "time.txt").write_text("2.0")
-    (task_dir / "perf.py").write_text(PERF_RUNNER)
-    (task_dir / "config.yaml").write_text(
-        "source_file_path: [time.txt]\ncompile_command: ['python3 -c \"print(1)\"']\n"
-        "correctness_command: ['python3 -c \"print(1)\"']\nperformance_command: [python3 perf.py]\n"
-        "task_type: triton2triton\n")
-    ws = tmp_path / "ws"
-    ws.mkdir()
-    (ws / "time.txt").write_text("9" * 400)
-    grade = ReferenceGrader(load_reference_task(task_dir), all_profiles()["h200"], tmp_path / "grading",
-                            GraderConfig(sandbox="bwrap"), rounds=1).grade(ws)
+    # Through the grader, as on a GPU: the performance stage fails, with no speedup.
+    grader, ws = timed_reference_task("time.txt", "2.0", "9" * 400, PERF_RUNNER, rounds=1)
+    grade = grader.grade(ws)
     assert grade.stages[2].passed is False and grade.speedup is None and grade.score == pytest.approx(120.0)
     assert "too large for a float" in grade.stages[2].messages[0]
     # Found by the second review: a time of 1e-320 ms made the speedup infinite and arena_score raised out of step().
     (ws / "time.txt").write_text("1e-320")
-    grade = ReferenceGrader(load_reference_task(task_dir), all_profiles()["h200"], tmp_path / "grading2",
-                            GraderConfig(sandbox="bwrap"), rounds=1).grade(ws)
+    grade = grader.grade(ws)
     assert grade.stages[2].passed is False and grade.speedup is None and grade.score == pytest.approx(120.0)
     assert "not a measurement" in grade.stages[2].messages[0]
 

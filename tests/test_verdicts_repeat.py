@@ -2,7 +2,7 @@
 for a correct kernel, a wrong one and one that crashes its process, on the CPU interpreter (nothing timed)."""
 import pytest
 
-from kernelgym.grader import Grader, GraderConfig
+from kernelgym.grader import GraderConfig
 
 WRONG = '''
 import torch, triton, triton.language as tl

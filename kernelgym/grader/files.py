@@ -2,8 +2,11 @@
 the task's other public files. Only the editable files cross the trust boundary; symlinks are refused."""
 from __future__ import annotations
 
+import json
 import os
+import shutil
 import stat
+import subprocess
 from pathlib import Path
 
 from kernelgym.grader.untrusted import UntrustedFileError, read_untrusted
@@ -117,7 +120,6 @@ def rebase_cache_group(data: bytes, src: Path, dest: Path) -> bytes | None:
     the cache `src` to `dest`: Triton finds a compiled kernel through these absolute paths, so a copy that kept them
     would point where the copying process's sandbox cannot see, and Triton would compile again. Paths outside `src`
     are dropped. Returns the new file's bytes, or None where `data` is not such a file."""
-    import json
     prefix = str(src) + os.sep
     try:
         children = json.loads(data)["child_paths"]
@@ -162,8 +164,6 @@ def remove_tree(path: Path) -> None:
     Python's rmtree recurses (a candidate's folder 3000 deep raised RecursionError in Python 3.11) and gives up on a
     folder left mode 0; what it leaves goes to coreutils' ``chmod -R`` and ``rm -rf``, which take any depth and, run
     like this, follow no link."""
-    import shutil
-    import subprocess
     try:
         shutil.rmtree(path, ignore_errors=True)
     except RecursionError:

@@ -409,7 +409,7 @@ class Grader:
                 checks[name] = "not run: an earlier gate failed"
         if not self.config.keep_grading_dirs:  # the grade is read: outputs, caches and builds go, logs stay
             prune_grading_dir(session.gdir)
-            for directory in getattr(session, "observed_dirs", ()):
+            for directory in session.observed_dirs:
                 remove_tree(directory)
         mean = statistics.fmean(speedups) if speedups else None
         geo = math.exp(statistics.fmean(math.log(s) for s in speedups)) if speedups else None
@@ -818,7 +818,7 @@ class Grader:
         launchers = _BASELINE_LAUNCHERS.get(self._baseline_key())
         if launchers is not None:
             copy_regular_files(launchers, results / TRITON_CACHE, MAX_CACHE_BYTES, (".so",))
-        build = getattr(session, "trusted_build", None)
+        build = session.trusted_build
         if build is not None:
             builds.copy_build(build, source / BUILD_DIR)
         if ahead is None:

@@ -42,9 +42,17 @@ class GradingSession:
     started: float = field(default_factory=time.monotonic)
     compare_log: list[tuple[str, int, float, float]] = field(default_factory=list)
     build_notes: list[str] = field(default_factory=list)
+    """What the compile gate's build step said (compiled languages)."""
     launch_notes: list[str] = field(default_factory=list)
     """Launch options in the sources that this hardware does not support (launch_options.py)."""
-    """What the compile gate's build step said (compiled languages)."""
+    trusted_build: Path | None = None
+    """The build directory the trusted side compiled (compiled languages); the observed run loads this one."""
+    observer_ahead: str | None = None
+    """What became of the observed run started ahead of this grading (for the grade's notes and benchmarks)."""
+    observer_log: str = ""
+    """The tail of the observed run's harness log (its phases), for diagnosis."""
+    observed_dirs: list[Path] = field(default_factory=list)
+    """The observed run's directories, removed once the grade is read."""
     _memo: dict = field(default_factory=dict)
     _files: dict = field(default_factory=dict)
     _file_locks: dict = field(default_factory=dict)

@@ -70,16 +70,3 @@ _torch.save = lambda obj, path, *a, **k: open(path, "w").write("[]")
     g = grade(src, config=GraderConfig(static_check=False))
     assert g.compiled and not g.correct and g.score == 20.0
     assert "unreadable" in "\n".join(g.stages[1].messages)
-
-
-@pytest.mark.timeout(300)
-def test_candidate_sabotaging_its_own_result_files_scores_20(grade):
-    # At import: outputs.pt made a symlink to a host file and torch.save patched to write garbage.
-    src = BASELINE + '''
-import os as _os, torch as _torch
-_d = _os.path.dirname(_os.path.abspath(__file__))
-_torch.save = lambda obj, path, *a, **k: open(path, "w").write("[]")
-'''
-    g = grade(src, config=GraderConfig(static_check=False))
-    assert g.compiled and not g.correct and g.score == 20.0
-    assert "unreadable" in "\n".join(g.stages[1].messages)

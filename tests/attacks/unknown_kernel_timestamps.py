@@ -8,7 +8,6 @@ Defence: `kernel_timestamps_known` (`tracer.parse_trace` refuses a record whose 
 whose place in the run cannot be known cannot be judged). Honest twin: real H200 traces, whose every record has
 its timestamps, parse and pass (tests/test_tracer.py).
 """
-import shutil
 from pathlib import Path
 
 import pytest
