@@ -7,6 +7,7 @@ User folders join the built-in ones through ``--tasks-dir`` / ``$KERNELGYM_TASKS
 from __future__ import annotations
 
 import argparse
+import fnmatch
 import json
 import os
 import re
@@ -176,7 +177,108 @@ def _absolute_paths(args: argparse.Namespace) -> None:
         args.task = str(Path(args.task).resolve())
 
 
+DEFAULT_TASK = "triton-rmsnorm"
+_PATTERN_CHARS = set("*?[")
+
+
+def select_tasks(selectors: list[str], tasks_dir, hardware) -> tuple[list[str], list[str]]:
+    """The tasks `kernelgym run --task` names, in order, without repeats: each selector is a task name, env id or
+    task folder, kept as given; or a shell-style pattern (``triton-*``, ``*softmax*``, ``all``) matched against the
+    names of the tasks on the search path (kernelgym's and the reference format's), of which those `hardware`
+    cannot run are left out. Returns (names, one line per task left out, with the reason).
+
+    Raises:
+        KernelGymError: a pattern matches no task.
+    """
+    from kernelgym.discovery import discover_tasks, task_search_path
+    from kernelgym.reference_tasks import discover_reference_tasks, unsupported_reason
+    from kernelgym.reference_tasks.spec import ReferenceTask, reference_search_path
+
+    chosen: list[str] = []
+    skipped: list[str] = []
+    catalogue = None
+    for selector in selectors:
+        if not (_PATTERN_CHARS & set(selector) or selector == "all"):
+            chosen += [selector] if selector not in chosen else []
+            continue
+        if catalogue is None:
+            catalogue = {**{t.name: t for t in discover_tasks(task_search_path(tasks_dir)).values()},
+                         **discover_reference_tasks(reference_search_path(tasks_dir))[0]}
+        pattern = "*" if selector == "all" else selector.removeprefix("KernelArena/")
+        matched = sorted(name for name, t in catalogue.items()
+                         if fnmatch.fnmatchcase(name, pattern) or fnmatch.fnmatchcase(t.env_id.split("/")[-1], pattern))
+        if not matched:
+            raise KernelGymError(f"--task {selector!r} matches no task on the search path; `kernelgym list` shows them")
+        for name in matched:
+            task = catalogue[name]
+            if isinstance(task, ReferenceTask):
+                why = unsupported_reason(task, hardware)
+            elif not hardware.supports(task.spec.language):
+                why = f"it is a {task.spec.language} task"
+            else:
+                why = task.unsupported_reason(hardware)
+            if why:
+                line = f"{name}: not run on {hardware.id}: {why}"
+                skipped += [line] if line not in skipped else []
+            elif name not in chosen:
+                chosen.append(name)
+    return chosen, skipped
+
+
 def cmd_run(args: argparse.Namespace) -> int:
+    """`kernelgym run`: one task (or a `--resume`d run) as before; several tasks (`--task` repeated, or a pattern)
+    one after another, each in its own run directory, then a table of all of them."""
+    if args.resume:
+        return run_task(args)[0]
+    from kernelgym.hardware import detect_profile
+
+    hardware = detect_profile(args.hardware, root=hardware_roots(args))
+    names, skipped = select_tasks(args.task or [DEFAULT_TASK], args.tasks_dir, hardware)
+    if len(names) == 1 and not skipped and len(args.task or [DEFAULT_TASK]) == 1:
+        return run_task(argparse.Namespace(**{**vars(args), "task": names[0]}))[0]
+    for line in skipped:
+        console.print(f"[yellow]skipped:[/] {escape(line)}", soft_wrap=True)
+    if not names:
+        raise KernelGymError(f"no task of --task {' '.join(args.task)} runs on {hardware.id}")
+    rows, codes = [], []
+    for k, name in enumerate(names):
+        console.rule(f"task {k + 1}/{len(names)}: {name}")
+        try:
+            code, results, run_dir = run_task(argparse.Namespace(**{**vars(args), "task": name}))
+        except KernelGymError as e:  # one task that cannot run does not stop the others
+            console.print(f"[red]error:[/] {escape(str(e))}", soft_wrap=True)
+            code, results, run_dir = 2, [], None
+        codes.append(code)
+        rows.append((name, results, run_dir))
+    print_tasks_table(rows, hardware.interpreter)
+    return 2 if 2 in codes else 3 if all(c == 3 for c in codes) else 0
+
+
+def print_tasks_table(rows: list[tuple[str, list[dict], Path | None]], interpreter: bool) -> None:
+    """The table after a run of several tasks: per task its episodes, how many compiled and were correct, the mean
+    score and mean speedup (n/a on the CPU interpreter, where nothing is timed), and its run directory."""
+    table = Table(title="Tasks run", title_justify="left")
+    for col in ("task", "episodes", "compiled", "correct", "score (mean)", "speedup (mean)", "run directory"):
+        table.add_column(col, justify="left" if col in ("task", "run directory") else "right", overflow="fold")
+    for name, results, run_dir in rows:
+        grades = [r["grade"] for r in results]
+        speedups = [g["speedup"] for g in grades if g.get("speedup")]
+        table.add_row(name, str(len(results)), str(sum(bool(g.get("compiled")) for g in grades)),
+                      str(sum(bool(g.get("correct")) for g in grades)),
+                      f"{sum(g.get('score', 0) for g in grades) / len(grades):.1f}" if grades else "-",
+                      "n/a (interpreter)" if interpreter else
+                      f"{sum(speedups) / len(speedups):.3f}x" if speedups else "-",
+                      str(run_dir) if run_dir else "(not run: see its error above)")
+    console.print(table)
+
+
+def run_task(args: argparse.Namespace) -> tuple[int, list[dict], Path]:
+    """Run `args.episodes` episodes of `args.policy` on the one task `args.task` (or continue `args.resume`) in a run
+    directory of its own; returns (exit code, the episodes' results, the run directory).
+
+    Raises:
+        KernelGymError: the task, policy, its config or the hardware cannot be used (nothing is run).
+    """
     from kernelgym.env import KernelArenaEnv
     from kernelgym.grader import GraderConfig
     from kernelgym.policy import load_policy
@@ -266,8 +368,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     console.print(f"trajectories: {run_dir / 'trajectories.jsonl'}")
     if results and all(r.get("policy_error") for r in results):
         console.print("[red]every episode ended with a policy error: the scores are the kernels as they stood[/]")
-        return 3  # a script must not read a run whose policy never worked as a success
-    return 0
+        return 3, results, run_dir  # a script must not read a run whose policy never worked as a success
+    return 0, results, run_dir
 
 
 def positive_int(text: str) -> int:
@@ -426,7 +528,10 @@ def main(argv: list[str] | None = None) -> int:
     add_search_dirs(listing)
     listing.set_defaults(func=cmd_list)
     run = sub.add_parser("run", help="run a policy on a task and grade it")
-    run.add_argument("--task", default="triton-rmsnorm", help="task name, env id or task directory")
+    run.add_argument("--task", action="append", default=None, metavar="TASK",
+                     help=f"task name, env id or task directory (default {DEFAULT_TASK}); repeat it, or give a pattern "
+                     "such as 'triton-*' or 'all', to run several tasks one after another, each in its own run "
+                     "directory (tasks this hardware cannot run are skipped, with the reason)")
     run.add_argument("--policy", default="tuner", help="policy name: built-in, or from --policies-dir (see `kernelgym list`)")
     run.add_argument("--policy-config", default=None, help="JSON object of overrides for the policy's config.yaml")
     run.add_argument("--episodes", type=positive_int, default=None, help="episodes in the run (default 1; with "

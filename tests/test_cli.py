@@ -234,3 +234,39 @@ def test_validate_does_not_call_checks_not_run_passed(tmp_path, capsys, monkeypa
     assert main(["validate", str(DEFAULT_TASKS_ROOT / "triton" / "rmsnorm")]) == 0
     out = capsys.readouterr().out
     assert "2 of 3 checks passed" in out and "1 not run" in out and "all 3 checks passed" not in out
+
+
+def test_task_patterns_select_what_this_hardware_runs():
+    from kernelgym.cli import select_tasks
+    from kernelgym.hardware import all_profiles
+    from kernelgym.errors import KernelGymError
+
+    cpu = all_profiles()["cpu-interpreter"]
+    names, skipped = select_tasks(["triton-*softmax*", "triton-softmax", "KernelArena/triton-rmsnorm-v0"], None, cpu)
+    assert names == ["triton-log-softmax", "triton-softmax", "triton-topk-softmax", "KernelArena/triton-rmsnorm-v0"]
+    assert skipped == []
+    names, skipped = select_tasks(["all"], None, cpu)
+    assert "triton-rmsnorm" in names and not any(n.startswith("cuda-") for n in names)
+    assert "triton-per-token-quant-fp8" not in names
+    assert any(line.startswith("triton-per-token-quant-fp8: not run on cpu-interpreter") for line in skipped)
+    assert any(line.startswith("cuda-gelu: not run on cpu-interpreter: it is a cuda task") for line in skipped)
+    with pytest.raises(KernelGymError, match="matches no task"):
+        select_tasks(["tritn-*"], None, cpu)
+
+
+def test_run_several_tasks_one_after_another(tmp_path, capsys, monkeypatch, require_bwrap):
+    from rich.console import Console
+
+    import kernelgym.cli as cli
+    monkeypatch.setattr(cli, "console", Console(width=4000))  # wide: the table's cells stay on one line
+    code = main(["run", "--task", "triton-softmax", "--task", "nope", "--task", "triton-silu-and-mul",
+                 "--policy", "scripted", "--policy-config", '{"actions": []}', "--run-dir", str(tmp_path)])
+    out = capsys.readouterr().out
+    assert code == 2  # one task could not run; the others still did
+    assert "Unknown task 'nope'" in out
+    dirs = sorted(p.name for p in tmp_path.iterdir())
+    assert len(dirs) == 2 and dirs[0].endswith("triton-softmax-scripted") and dirs[1].endswith("silu-and-mul-scripted")
+    for d in tmp_path.iterdir():
+        assert json.loads((d / "results.json").read_text())[0]["reward"] == 120.0
+    table = out[out.index("Tasks run"):]
+    assert "triton-softmax" in table and "(not run: see its error above)" in table and "n/a (interpreter)" in table
