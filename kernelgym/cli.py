@@ -1,5 +1,5 @@
 """Command line: ``kernelgym list``, ``kernelgym run --task triton-rmsnorm --policy tuner``,
-``kernelgym validate TASK_DIR`` and ``kernelgym unseen RUN_DIR``.
+``kernelgym validate TASK_DIR``, ``kernelgym unseen RUN_DIR`` and ``kernelgym export RUN_DIR --minari ID``.
 
 User folders join the built-in ones through ``--tasks-dir`` / ``$KERNELGYM_TASKS_PATH``, ``--policies-dir`` /
 ``$KERNELGYM_POLICIES_PATH`` and ``--hardware-dir`` / ``$KERNELGYM_HARDWARE_PATH`` (each flag may be repeated).
@@ -517,6 +517,28 @@ def add_search_dirs(parser: argparse.ArgumentParser, policies: bool = True) -> N
                         help="a folder of your own hardware profiles (repeatable; also $KERNELGYM_HARDWARE_PATH)")
 
 
+def cmd_export(args: argparse.Namespace) -> int:
+    from kernelgym.offline import to_minari
+
+    paths = [Path(p) for p in args.runs]
+    env_ids = set()
+    for path in paths:  # the env id of each run, from run.json where there is one, for the dataset's description
+        try:
+            env_ids.add(json.loads(((path if path.is_dir() else path.parent) / RUN_SETTINGS).read_text())["task"])
+        except (OSError, ValueError, KeyError, TypeError):
+            pass
+    dataset, report = to_minari(paths, args.minari, data_format=args.data_format,
+                                env_id=", ".join(sorted(map(str, env_ids))) or None,
+                                algorithm_name=args.algorithm, author=args.author)
+    console.print(f"Minari dataset [bold]{escape(args.minari)}[/]: {dataset.total_episodes} episodes, "
+                  f"{dataset.total_steps} steps, at {escape(str(dataset.storage.data_path.parent))}")
+    if report.unfinished or report.failed:
+        console.print(f"[yellow]left out: {report.unfinished} unfinished episode(s) (the run was killed), "
+                      f"{report.failed} in which the env raised[/]")
+    console.print("load it with: minari.load_dataset(" + repr(args.minari) + ")  (docs/OFFLINE.md)")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the `kernelgym` command; returns the exit code (2 for a setup error, with its message)."""
     parser = argparse.ArgumentParser(prog="kernelgym", description="GPU-kernel optimization tasks as Gymnasium envs")
@@ -565,6 +587,16 @@ def main(argv: list[str] | None = None) -> int:
     unseen.add_argument("--seed", type=int, default=0, help="which set of private unseen configs")
     unseen.add_argument("--no-sandbox", action="store_true", help="run kernels unisolated (trusted kernels only)")
     unseen.set_defaults(func=cmd_unseen)
+    export = sub.add_parser("export", help="write the episodes of runs as an offline-RL dataset (Minari)")
+    export.add_argument("runs", nargs="+", metavar="RUN", help="run directories of `kernelgym run`, or trajectory "
+                        "JSONL files")
+    export.add_argument("--minari", required=True, metavar="DATASET_ID", help="the Minari dataset id to write, e.g. "
+                        "kernelgym/rmsnorm/tuner-v0 (under $MINARI_DATASETS_PATH, default ~/.minari/datasets)")
+    export.add_argument("--data-format", choices=("arrow", "hdf5"), default="arrow",
+                        help="Minari's storage (hdf5 needs h5py)")
+    export.add_argument("--algorithm", default=None, help="the policy's name, for the dataset's metadata")
+    export.add_argument("--author", default=None, help="for the dataset's metadata")
+    export.set_defaults(func=cmd_export)
     args = parser.parse_args(argv)
     try:
         return args.func(args)
