@@ -178,6 +178,7 @@ def _absolute_paths(args: argparse.Namespace) -> None:
 
 
 DEFAULT_TASK = "triton-rmsnorm"
+DEFAULT_POLICY = "tuner"
 _PATTERN_CHARS = set("*?[")
 
 
@@ -226,48 +227,80 @@ def select_tasks(selectors: list[str], tasks_dir, hardware) -> tuple[list[str], 
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    """`kernelgym run`: one task (or a `--resume`d run) as before; several tasks (`--task` repeated, or a pattern)
-    one after another, each in its own run directory, then a table of all of them."""
+    """`kernelgym run`: one task with one policy (or a `--resume`d run) as before; several tasks (`--task` repeated, or
+    a pattern) or policies (`--policy` repeated), every policy on every task, one run after another, each in its own
+    run directory, then a table of all of them."""
     if args.resume:
         return run_task(args)[0]
     from kernelgym.hardware import detect_profile
 
     hardware = detect_profile(args.hardware, root=hardware_roots(args))
-    names, skipped = select_tasks(args.task or [DEFAULT_TASK], args.tasks_dir, hardware)
-    if len(names) == 1 and not skipped and len(args.task or [DEFAULT_TASK]) == 1:
-        return run_task(argparse.Namespace(**{**vars(args), "task": names[0]}))[0]
+    selectors, policies = args.task or [DEFAULT_TASK], list(dict.fromkeys(args.policy or [DEFAULT_POLICY]))
+    names, skipped = select_tasks(selectors, args.tasks_dir, hardware)
+    if len(names) == 1 and not skipped and len(selectors) == 1 and len(policies) == 1:
+        return run_task(argparse.Namespace(**{**vars(args), "task": names[0], "policy": policies[0]}))[0]
     for line in skipped:
         console.print(f"[yellow]skipped:[/] {escape(line)}", soft_wrap=True)
     if not names:
-        raise KernelGymError(f"no task of --task {' '.join(args.task)} runs on {hardware.id}")
+        raise KernelGymError(f"no task of --task {' '.join(selectors)} runs on {hardware.id}")
+    configs = policy_configs(args.policy_config, policies)
+    runs = [(name, policy) for name in names for policy in policies]
     rows, codes = [], []
-    for k, name in enumerate(names):
-        console.rule(f"task {k + 1}/{len(names)}: {name}")
+    for k, (name, policy) in enumerate(runs):
+        console.rule(f"run {k + 1}/{len(runs)}: {name} with {policy}")
         try:
-            code, results, run_dir = run_task(argparse.Namespace(**{**vars(args), "task": name}))
-        except KernelGymError as e:  # one task that cannot run does not stop the others
+            code, results, run_dir = run_task(argparse.Namespace(**{**vars(args), "task": name, "policy": policy,
+                                                                     "policy_config": configs[policy]}))
+        except KernelGymError as e:  # one run that cannot start does not stop the others
             console.print(f"[red]error:[/] {escape(str(e))}", soft_wrap=True)
             code, results, run_dir = 2, [], None
         codes.append(code)
-        rows.append((name, results, run_dir))
-    print_tasks_table(rows, hardware.interpreter)
+        rows.append((name, policy, results, run_dir))
+    print_runs_table(rows, hardware.interpreter)
     return 2 if 2 in codes else 3 if all(c == 3 for c in codes) else 0
 
 
-def print_tasks_table(rows: list[tuple[str, list[dict], Path | None]], interpreter: bool) -> None:
-    """The table after a run of several tasks: per task its episodes, how many compiled and were correct, the mean
-    score and mean speedup (n/a on the CPU interpreter, where nothing is timed), and its run directory."""
-    table = Table(title="Tasks run", title_justify="left")
-    for col in ("task", "episodes", "compiled", "correct", "score (mean)", "speedup (mean)", "run directory"):
-        table.add_column(col, justify="left" if col in ("task", "run directory") else "right", overflow="fold")
-    for name, results, run_dir in rows:
+def policy_configs(text: str | None, policies: list[str]) -> dict[str, str | None]:
+    """`--policy-config` for each of `policies` (JSON text, or None): with one policy, the text itself; with several,
+    the text is an object keyed by policy name (``{"scripted": {"actions": []}}``), and a policy it leaves out keeps
+    its own config.
+
+    Raises:
+        KernelGymError: with several policies, the text is not such an object.
+    """
+    if len(policies) == 1 or text is None:
+        return {p: text for p in policies}
+    try:
+        by_policy = json.loads(text)
+    except ValueError as e:
+        raise KernelGymError(f"--policy-config is not valid JSON ({e})") from None
+    if not (isinstance(by_policy, dict) and set(by_policy) <= set(policies)
+            and all(isinstance(v, dict) for v in by_policy.values())):
+        raise KernelGymError("with several --policy, --policy-config is a JSON object keyed by policy name, each an "
+                             'object of that policy\'s fields, e.g. \'{"scripted": {"actions": []}}\'; '
+                             f"the policies: {', '.join(policies)}")
+    return {p: json.dumps(by_policy[p]) if p in by_policy else None for p in policies}
+
+
+def print_runs_table(rows: list[tuple[str, str, list[dict], Path | None]], interpreter: bool) -> None:
+    """The table after several runs: per task and policy the episodes, how many compiled and were correct, the mean
+    score and mean speedup (n/a on the CPU interpreter, where nothing is timed), the policy's cost, and the run
+    directory."""
+    table = Table(title="Runs", title_justify="left")
+    for col in ("task", "policy", "episodes", "compiled", "correct", "score (mean)", "speedup (mean)", "cost $",
+                "run directory"):
+        table.add_column(col, justify="left" if col in ("task", "policy", "run directory") else "right",
+                         overflow="fold")
+    for name, policy, results, run_dir in rows:
         grades = [r["grade"] for r in results]
         speedups = [g["speedup"] for g in grades if g.get("speedup")]
-        table.add_row(name, str(len(results)), str(sum(bool(g.get("compiled")) for g in grades)),
+        costs = [(r.get("usage") or {}).get("cost_usd") for r in results]
+        table.add_row(name, policy, str(len(results)), str(sum(bool(g.get("compiled")) for g in grades)),
                       str(sum(bool(g.get("correct")) for g in grades)),
                       f"{sum(g.get('score', 0) for g in grades) / len(grades):.1f}" if grades else "-",
                       "n/a (interpreter)" if interpreter else
                       f"{sum(speedups) / len(speedups):.3f}x" if speedups else "-",
+                      f"{sum(costs):.4f}" if costs and all(c is not None for c in costs) else "-",
                       str(run_dir) if run_dir else "(not run: see its error above)")
     console.print(table)
 
@@ -554,8 +587,11 @@ def main(argv: list[str] | None = None) -> int:
                      help=f"task name, env id or task directory (default {DEFAULT_TASK}); repeat it, or give a pattern "
                      "such as 'triton-*' or 'all', to run several tasks one after another, each in its own run "
                      "directory (tasks this hardware cannot run are skipped, with the reason)")
-    run.add_argument("--policy", default="tuner", help="policy name: built-in, or from --policies-dir (see `kernelgym list`)")
-    run.add_argument("--policy-config", default=None, help="JSON object of overrides for the policy's config.yaml")
+    run.add_argument("--policy", action="append", default=None, metavar="POLICY",
+                     help=f"policy name: built-in, or from --policies-dir (see `kernelgym list`; default "
+                     f"{DEFAULT_POLICY}); repeat it to run every policy on every task")
+    run.add_argument("--policy-config", default=None, help="JSON object of overrides for the policy's config.yaml "
+                     "(with several --policy: an object keyed by policy name)")
     run.add_argument("--episodes", type=positive_int, default=None, help="episodes in the run (default 1; with "
                      "--resume, the run's own count)")
     run.add_argument("--resume", default=None, metavar="RUN_DIR", help="continue a run killed or stopped before its "

@@ -254,19 +254,37 @@ def test_task_patterns_select_what_this_hardware_runs():
         select_tasks(["tritn-*"], None, cpu)
 
 
-def test_run_several_tasks_one_after_another(tmp_path, capsys, monkeypatch, require_bwrap):
+def test_run_several_tasks_and_policies_one_after_another(tmp_path, capsys, monkeypatch, require_bwrap):
     from rich.console import Console
 
     import kernelgym.cli as cli
     monkeypatch.setattr(cli, "console", Console(width=4000))  # wide: the table's cells stay on one line
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)  # the anthropic policy fails at once; its run still ends
     code = main(["run", "--task", "triton-softmax", "--task", "nope", "--task", "triton-silu-and-mul",
-                 "--policy", "scripted", "--policy-config", '{"actions": []}', "--run-dir", str(tmp_path)])
+                 "--policy", "scripted", "--policy", "anthropic", "--policy", "scripted",
+                 "--policy-config", '{"scripted": {"actions": []}}', "--run-dir", str(tmp_path)])
     out = capsys.readouterr().out
-    assert code == 2  # one task could not run; the others still did
+    assert code == 2  # the runs of one task could not start; the others still ran
     assert "Unknown task 'nope'" in out
-    dirs = sorted(p.name for p in tmp_path.iterdir())
-    assert len(dirs) == 2 and dirs[0].endswith("triton-softmax-scripted") and dirs[1].endswith("silu-and-mul-scripted")
+    dirs = sorted(p.name.split("-", 2)[2] for p in tmp_path.iterdir())  # <date>-<time>-<task>-<policy>
+    assert dirs == ["triton-silu-and-mul-anthropic", "triton-silu-and-mul-scripted", "triton-softmax-anthropic",
+                    "triton-softmax-scripted"]
     for d in tmp_path.iterdir():
-        assert json.loads((d / "results.json").read_text())[0]["reward"] == 120.0
-    table = out[out.index("Tasks run"):]
-    assert "triton-softmax" in table and "(not run: see its error above)" in table and "n/a (interpreter)" in table
+        (result,) = json.loads((d / "results.json").read_text())
+        assert result["reward"] == 120.0  # the unchanged baseline, graded however the policy ended
+        assert bool(result.get("policy_error")) == d.name.endswith("anthropic")
+    table = out[out.index("Runs"):]
+    rows = [line for line in table.splitlines() if "triton-softmax" in line]
+    assert len(rows) == 2 and any("scripted" in r for r in rows) and any("anthropic" in r for r in rows)
+    assert "(not run: see its error above)" in table and "n/a (interpreter)" in table
+
+
+def test_several_policies_take_their_configs_by_name(capsys):
+    from kernelgym.cli import policy_configs
+
+    assert policy_configs('{"actions": []}', ["scripted"]) == {"scripted": '{"actions": []}'}
+    assert policy_configs('{"scripted": {"actions": []}}', ["scripted", "tuner"]) == {
+        "scripted": '{"actions": []}', "tuner": None}
+    assert main(["run", "--task", "triton-softmax", "--policy", "scripted", "--policy", "tuner",
+                 "--policy-config", '{"actions": []}']) == 2
+    assert "keyed by policy name" in capsys.readouterr().out
