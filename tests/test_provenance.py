@@ -44,10 +44,61 @@ def test_pytorch_doing_the_work_is_found(source, expected):
     assert any(expected in f for f in findings(source)), findings(source)
 
 
-def test_code_off_the_entry_points_path_and_inside_kernels_is_not_judged():
-    # A helper nobody calls, and a kernel body (tl.* is the candidate's own device code).
+def test_code_off_the_entry_points_path_is_not_judged():
+    # A helper nobody calls.
     src = BASE + "\n\ndef _debug(x):\n    return x.sum()\n"
     assert findings(src) == []
+
+
+KERNEL_LINE = "    row = tl.program_id(0)\n"
+
+
+@pytest.mark.parametrize("line, expected", [
+    ("    from reference import rmsnorm_reference\n", "imports inside a kernel"),
+    ("    global _ARGS\n", "declares `global`"),
+    ("    _ARGS[2].copy_(_ARGS[0])\n", "reads `_ARGS` inside a kernel"),
+    ("    (_ARGS[2] if row else 0).copy_(_ARGS[0])\n", "reads `_ARGS` inside a kernel"),
+    ("    math.sqrt(2.0)\n", "reads `math` inside a kernel"),
+    ("    torch.ones(1)\n", "uses `torch.ones` inside a kernel"),
+    ("    open('x', 'w')\n", "uses `open`"),
+    ("    tl.__dict__\n", "reaches `__dict__`"),
+])
+def test_a_kernel_body_is_held_to_what_triton_compiles(line, expected):
+    # On the CPU interpreter a kernel's body runs as Python: it may hold only what Triton compiles.
+    src = "import math\n" + BASE.replace("import torch\n", "import torch\n_ARGS = []\n", 1).replace(
+        KERNEL_LINE, KERNEL_LINE + line, 1)
+    assert any(expected in f for f in findings(src)), findings(src)
+
+
+def test_what_triton_compiles_in_a_kernel_body_passes():
+    # Methods of the kernel's own values on any expression, builtins, tl.constexpr globals, the file's jit helpers.
+    helper = "@triton.jit\ndef _twice(v):\n    return v * 2\n\n\n"
+    src = BASE.replace("import torch\n", "import torch\nSCALE: tl.constexpr = 1\nSHIFT = tl.constexpr(0)\n", 1)
+    src = src.replace("import triton.language as tl\n", "import triton.language as tl\n", 1).replace(
+        "@triton.jit\ndef rmsnorm_kernel", helper + "@triton.jit\ndef rmsnorm_kernel", 1).replace(
+        KERNEL_LINE, KERNEL_LINE + "    k = (_twice(row) + SCALE * SHIFT).to(tl.int32)\n"
+                                   "    for i in range(min(2, 3)):\n        k += i\n", 1)
+    assert "SCALE: tl.constexpr" in src and "_twice(row)" in src
+    assert findings(src) == []
+
+
+def test_a_constexpr_function_a_kernel_calls_is_host_code_and_checked():
+    # Triton runs a @triton.constexpr_function on the host while it compiles the kernel that calls it.
+    src = BASE.replace("@triton.jit\ndef rmsnorm_kernel", "@triton.constexpr_function\ndef pick(n):\n"
+                       "    return open('reference.py').read()\n\n\n@triton.jit\ndef rmsnorm_kernel", 1).replace(
+        KERNEL_LINE, KERNEL_LINE + "    B2: tl.constexpr = pick(BLOCK_SIZE)\n", 1)
+    assert any("uses `open`" in f for f in findings(src)), findings(src)
+
+
+@pytest.mark.parametrize("expression, expected", [
+    ("os.sys.modules['kernelgym_inputs']", "reaches `.sys`"),
+    ("triton.runtime.cache.os.environ", "reaches `.os`"),
+    ("triton.runtime.autotuner.builtins.exec", "reaches `.builtins`"),
+    ("triton.testing.subprocess.run", "reaches `.subprocess`"),
+])
+def test_refused_names_are_refused_as_any_modules_attributes(expression, expected):
+    src = "import os\n" + BASE.replace(RET, f"    _ = {expression}\n{RET}")
+    assert any(expected in f for f in findings(src)), findings(src)
 
 
 def test_module_level_code_is_judged_it_runs_at_import():

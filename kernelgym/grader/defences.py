@@ -282,12 +282,25 @@ DEFENCES: tuple[Defence, ...] = (
     Defence("static_provenance_check", "PyTorch (or the task's reference) doing the work on the entry point's path, "
             "instead of or beside the candidate's kernels",
             "the parent reads the syntax tree of the editable Python before any candidate code runs, from the entry "
-            "point along what it reaches by name (kernels excluded), and refuses torch compute through any alias, "
+            "point along what it reaches by name (kernel bodies by kernel_bodies_checked), and refuses torch compute through any alias, "
             "computing tensor methods, code built at run time and any import or read of the reference: a syntax tree, "
             "not regular expressions, so an alias does not slip through. A first line: on NVIDIA GPUs the outside "
             "observer lists the kernels that ran (outside_observer_kernels); C++ and CUDA sources are read as tokens "
             "(kernelgym.grader.provenance:check_cpp_source)",
             "kernelgym.grader.provenance:check_source", _a("pytorch_fallback_no_launch"), "ci"),
+    Defence("kernel_bodies_checked", "Python in a kernel's body (on the CPU interpreter it runs as Python): the "
+            "reference imported and the output written through a module-level list of the wrapper's tensors; a "
+            "`triton.constexpr_function`, run on the host while a kernel compiles, reached only from a kernel",
+            "a kernel's body is held to what Triton compiles (no imports, no `global`, no names but its own, "
+            "Triton's, the file's functions and `tl.constexpr` globals), and the functions it calls are checked in "
+            "turn, as kernels or as host code",
+            "kernelgym.grader.provenance:_KernelChecker", _a("python_in_interpreted_kernel_body"), "ci"),
+    Defence("refused_names_as_attributes", "a refused name reached as another module's attribute: "
+            "`os.sys.modules` (the reference the harness loaded), `triton.runtime.cache.os.environ`, "
+            "`triton.runtime.autotuner.builtins.exec`, `triton.testing.subprocess`",
+            "a module's imports are its attributes, so every name refused by name is refused as an attribute too, "
+            "on whatever it is reached from",
+            "kernelgym.grader.provenance:REACH_ATTRIBUTES", _a("reference_through_os_sys_modules"), "ci"),
     Defence("no_process_tricks_in_source", "a helper process or thread started by the candidate that rewrites the "
             "outputs after the harness saved them, works while the baseline is timed, or walks the garbage collector "
             "for the expected tensors",

@@ -11,8 +11,11 @@ the entry function, and every function of those files it reaches by name. On tha
 - tensor methods that compute (`COMPUTE_METHODS`: ``x.sum()``, ``x @ w`` as `ast.MatMult`, ``x.float()``);
 - any import of, or file access naming, the task's reference module (the answer itself).
 
-Kernels (functions decorated with ``triton.jit``/``triton.autotune``/``triton.heuristics``) are not on the path: their
-``tl.*`` code is the candidate's own work. What this cannot see (code built at run time from strings, ``exec``,
+Kernels (functions decorated with ``triton.jit``/``triton.autotune``/``triton.heuristics``) are held to what Triton
+compiles (`_KernelChecker`): on the CPU interpreter their bodies run as Python, so a kernel that imports the reference
+or calls through a module-level global is refused; their ``tl.*`` code is the candidate's own work. Attribute chains
+are read whole: a module's own imports are its attributes (``os.sys.modules``), so the refused names are refused as
+attributes too (`REACH_ATTRIBUTES`). What this cannot see (code built at run time from strings, ``exec``,
 ``__import__``) is refused by name too (`DYNAMIC`). The check is a first line: on a GPU an outside observer lists
 the kernels that actually ran (a later part of the provenance work); on the CPU interpreter this is the only check
 besides the launch counter, and the grade says so.
@@ -92,6 +95,15 @@ OS_PROCESS = frozenset({"fork", "forkpty", "system", "popen", "kill", "killpg", 
                         "spawnve", "spawnl", "spawnle", "register_at_fork", "pidfd_open"})
 #: Decorators that make a function a kernel (its body is the candidate's own device code).
 KERNEL_DECORATORS = frozenset({"jit", "autotune", "heuristics"})
+#: Attribute names refused anywhere on the path, whatever they are reached from: every module's own imports are
+#: attributes of it (``os.sys.modules``, ``triton.runtime.cache.os.environ``, ``triton.testing.subprocess``), so the
+#: names refused as names are refused as attributes too.
+REACH_ATTRIBUTES = (DYNAMIC | PROCESS_MODULES | {"os", "modules", "environ", "environb", "getenv", "putenv", "system",
+                                                 "popen", "open"}) - {"type", "compile"}
+#: Builtins a kernel body may call: Triton's frontend accepts these (the rest of a kernel's calls are ``tl``/triton
+#: functions, the file's own functions, or methods of the kernel's own values).
+KERNEL_BUILTINS = frozenset({"range", "min", "max", "len", "int", "float", "bool", "abs", "print", "isinstance",
+                             "tuple", "list", "zip", "enumerate", "str"})
 
 
 @dataclass(frozen=True)
@@ -143,6 +155,20 @@ class _Module:
             elif isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] == "torch":
                 for a in node.names:
                     self.torch_names[a.asname or a.name] = f"{node.module}.{a.name}"
+        # What a kernel body may read besides its own names: Triton, the file's functions, builtins Triton accepts, and
+        # globals made ``tl.constexpr`` (the only globals Triton lets a kernel read).
+        self.kernel_globals = set(self.triton_names) | set(self.functions) | KERNEL_BUILTINS
+        for node in self.tree.body:
+            target, value, annotation = None, None, None
+            if isinstance(node, ast.Assign) and len(node.targets) == 1:
+                target, value = node.targets[0], node.value
+            elif isinstance(node, ast.AnnAssign):
+                target, value, annotation = node.target, node.value, node.annotation
+            constexpr = any(isinstance(n, (ast.Attribute, ast.Name)) and getattr(n, "attr", getattr(n, "id", None))
+                            == "constexpr" for part in (value, annotation) if part is not None
+                            for n in ast.walk(part.func if isinstance(part, ast.Call) else part))
+            if isinstance(target, ast.Name) and constexpr:
+                self.kernel_globals.add(target.id)
 
 
 def _is_kernel(fn: ast.AST, triton_names: dict[str, str]) -> bool:
@@ -269,6 +295,10 @@ class _PathChecker(ast.NodeVisitor):
         if node.attr in COMPUTE_METHODS and _dotted(node, self.m.torch_names) is None and not (
                 isinstance(node.value, ast.Name) and node.value.id in self.m.module_names):
             self.add(node, f"uses the tensor method `.{node.attr}`, which computes with PyTorch")
+        on_os = isinstance(node.value, ast.Name) and node.value.id in self.m.os_names
+        if node.attr in REACH_ATTRIBUTES and not (on_os and node.attr in OS_HOST | OS_PROCESS):  # those: just below
+            self.add(node, f"reaches `.{node.attr}` (as an attribute it is refused as it is by name: another module's "
+                           f"import of it is still it)")
         if isinstance(node.value, ast.Name) and node.value.id in self.m.os_names and node.attr in OS_PROCESS:
             self.add(node, f"uses `os.{node.attr}` (a kernel wrapper has no use for processes)")
         if isinstance(node.value, ast.Name) and node.value.id in self.m.os_names and node.attr in OS_HOST:
@@ -325,6 +355,64 @@ class _PathChecker(ast.NodeVisitor):
         self.generic_visit(node)
 
 
+class _KernelChecker(_PathChecker):
+    """Visits a kernel's body (a function decorated with ``triton.jit`` and the like). On a GPU Triton compiles it, but
+    on the CPU interpreter it runs as Python, and whatever Python it holds runs with it; it is held to what Triton
+    compiles: no imports, no ``global``, and no names but its parameters and the names it assigns, Triton's, the
+    file's own functions (their bodies are checked in turn, as kernels or as host code), `KERNEL_BUILTINS` and
+    ``tl.constexpr`` globals (a module-level tensor list reached from a kernel is refused). The name checks of the
+    host path (the reference, `DYNAMIC`, `HOST_NAMES`, torch, `REACH_ATTRIBUTES`) hold here too."""
+
+    def check(self, fn: ast.AST) -> None:
+        args = fn.args
+        self.locals = {a.arg for a in (*args.posonlyargs, *args.args, *args.kwonlyargs)}
+        self.locals |= {a.arg for a in (args.vararg, args.kwarg) if a is not None}
+        self.locals |= {n.id for part in fn.body for n in ast.walk(part)
+                        if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+        for part in fn.body:
+            self.visit(part)
+
+    def visit_Import(self, node):
+        self.add(node, "imports inside a kernel (a kernel's body is Triton code)")
+        super().visit_Import(node)
+
+    def visit_ImportFrom(self, node):
+        self.add(node, "imports inside a kernel (a kernel's body is Triton code)")
+        super().visit_ImportFrom(node)
+
+    def visit_Global(self, node):
+        self.add(node, "declares `global`/`nonlocal` names inside a kernel (a kernel's body is Triton code)")
+
+    visit_Nonlocal = visit_Global
+
+    def visit_Attribute(self, node):
+        if node.attr in INTROSPECTION or (node.attr.startswith("__") and node.attr.endswith("__")):
+            self.add(node, f"reaches `{node.attr}` (an object's innards: its class, globals or frame)")
+        if node.attr in REACH_ATTRIBUTES or node.attr in OS_HOST | OS_PROCESS and _root_name(node) in self.m.os_names:
+            self.add(node, f"reaches `.{node.attr}` inside a kernel")
+        path = _dotted(node, self.m.torch_names)
+        if path is not None:
+            self.add(node, f"uses `{path}` inside a kernel (a kernel's body is Triton code)")
+            return
+        self.generic_visit(node)
+
+    def visit_Call(self, node):  # the host path's method rules do not apply (`acc.to(tl.float16)` is Triton)
+        self.generic_visit(node)
+
+    def visit_Name(self, node):
+        super().visit_Name(node)
+        if isinstance(node.ctx, ast.Load) and node.id not in self.locals and node.id not in self.m.kernel_globals:
+            self.add(node, f"reads `{node.id}` inside a kernel: a kernel reads its parameters, its own names, Triton, "
+                           f"its file's functions and `tl.constexpr` globals (as Triton compiles it)")
+
+
+def _root_name(node: ast.AST) -> str | None:
+    """The name an expression such as ``a.b[0].c`` or ``f(x).y`` starts from, or None (a literal, a lambda)."""
+    while isinstance(node, (ast.Attribute, ast.Subscript, ast.Call)):
+        node = node.func if isinstance(node, ast.Call) else node.value
+    return node.id if isinstance(node, ast.Name) else None
+
+
 def check_source(files: dict[str, str], entry_point: str, reference: str) -> list[Finding]:
     """Findings of the static provenance check over the candidate's editable Python files.
 
@@ -367,6 +455,8 @@ def _module_findings(rel: str, m: "_Module", entry_file: str, entry_fn: str,
     """The static check's findings in one parsed file: its module-level code, and every function reached from the
     entry point (in the entry file) or from module-level code."""
     checker = _PathChecker(m, reference_names)
+    kernels = _KernelChecker(m, reference_names)
+    kernels.findings, kernels.called = checker.findings, checker.called  # one path, two rule sets
     for stmt in m.tree.body:  # module-level code runs at import
         checker.visit(stmt)
     if rel == entry_file and not any(isinstance(st, (ast.FunctionDef, ast.AsyncFunctionDef)) and st.name == entry_fn
@@ -384,6 +474,7 @@ def _module_findings(rel: str, m: "_Module", entry_file: str, entry_fn: str,
         before = set(checker.called)
         for fn in m.functions.get(name, []):
             if _is_kernel(fn, m.triton_names):
+                kernels.check(fn)
                 continue
             for part in fn.body:
                 checker.visit(part)
