@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import tempfile
 import threading
 from pathlib import Path
 from typing import Callable
@@ -141,14 +142,17 @@ def run_reference_process(task: Task, jobs: list[tuple[dict, int]], work_dir: Pa
     import torch
 
     work_dir.mkdir(parents=True, exist_ok=True)
-    jobs_path, out_path = work_dir / "reference-jobs.json", work_dir / "reference-outputs.pt"
-    jobs_path.write_text(json.dumps([[cfg, s] for cfg, s in jobs]))
-    run = subprocess.run([sys.executable, "-m", "kernelgym.grader.reference", str(task.root), str(jobs_path),
-                          str(out_path), device], capture_output=True, text=True, timeout=timeout_s)
-    if run.returncode != 0:
-        raise TaskSpecError(f"{task.root}: the reference process failed (exit {run.returncode}):\n"
-                            f"{(run.stdout + run.stderr)[-3000:]}")
-    saved = torch.load(out_path, weights_only=True)
+    # A scratch directory of this call's own: gradings whose references overlap in time share `work_dir`, where
+    # fixed file names would let one call compute the other's jobs or load its half-written outputs.
+    with tempfile.TemporaryDirectory(prefix="reference-", dir=work_dir) as scratch:
+        jobs_path, out_path = Path(scratch) / "jobs.json", Path(scratch) / "outputs.pt"
+        jobs_path.write_text(json.dumps([[cfg, s] for cfg, s in jobs]))
+        run = subprocess.run([sys.executable, "-m", "kernelgym.grader.reference", str(task.root), str(jobs_path),
+                              str(out_path), device], capture_output=True, text=True, timeout=timeout_s)
+        if run.returncode != 0:
+            raise TaskSpecError(f"{task.root}: the reference process failed (exit {run.returncode}):\n"
+                                f"{(run.stdout + run.stderr)[-3000:]}")
+        saved = torch.load(out_path, weights_only=True)
     return [tuple(saved[output_key(j, o.name)] for o in task.spec.outputs) for j in range(len(jobs))]
 
 
