@@ -368,7 +368,9 @@ def run_task(args: argparse.Namespace) -> tuple[int, list[dict], Path]:
                   + (" [yellow]- correctness only, no meaningful timing[/]" if hw.interpreter else ""))
     console.print(f"run directory: {run_dir}")
     if results:
-        console.print(f"resuming: {len(results)} of {args.episodes} episodes finished before; the rest run now")
+        left = args.episodes - len(results)
+        console.print(f"resuming: {len(results)} of {args.episodes} episode{'' if args.episodes == 1 else 's'} "
+                      f"finished before; " + (f"{left} more run now" if left > 0 else "none is left to run"))
     for ep in range(len(results), args.episodes):
         with console.status(f"episode {ep + 1}/{args.episodes}: starting") as status:
             def on_step(step, action, info):
@@ -381,7 +383,10 @@ def run_task(args: argparse.Namespace) -> tuple[int, list[dict], Path]:
                     u = info.get("policy", {}).get("usage")
                     tokens = (f", {u['input_tokens'] + u['cache_write_tokens'] + u['cached_tokens']} tokens in, "
                               f"{u['output_tokens']} out" if u else "")
-                    console.print(f"  step {step}: {kind}{' (graded)' if info.get('grade') else ''}{tokens}")
+                    error = info.get("action_error")
+                    console.print(f"  step {step}: {kind}{' (graded)' if info.get('grade') else ''}{tokens}"
+                                  + (f" [red]malformed: {escape(str(error))[:200]}[/]" if error else ""),
+                                  soft_wrap=True)
             results.append(rollout(env, policy, seed=args.seed + ep, on_step=on_step))
         console.print(f"episode {ep + 1}: reward {results[-1]['reward']:.1f} in {results[-1]['steps']} step{'' if results[-1]['steps'] == 1 else 's'}, "
                       f"{results[-1]['wall_s']:.1f} s")
@@ -413,6 +418,17 @@ def positive_int(text: str) -> int:
         raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
     if value < 1:
         raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
+
+
+def non_negative_int(text: str) -> int:
+    """argparse type: an integer >= 0 (Gymnasium's seeds)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be 0 or more, got {value}")
     return value
 
 
@@ -596,7 +612,8 @@ def main(argv: list[str] | None = None) -> int:
                      "--resume, the run's own count)")
     run.add_argument("--resume", default=None, metavar="RUN_DIR", help="continue a run killed or stopped before its "
                      "last episode: its settings come from RUN_DIR/run.json, its finished episodes are kept")
-    run.add_argument("--seed", type=int, default=0)
+    run.add_argument("--seed", type=non_negative_int, default=0, help="seed of the first episode (the next ones "
+                     "count up from it)")
     run.add_argument("--max-steps", type=positive_int, default=50)
     run.add_argument("--max-wall-s", type=float, default=3600.0)
     run.add_argument("--hardware", default=None, help="hardware profile id (default: detect)")

@@ -193,6 +193,10 @@ def get_task(name: str, tasks_dir: Dirs = None) -> Task:
         raise UnknownTaskError(f"{name} is a task folder of the reference arena's format (config.yaml): its env is "
                                f"kernelgym.reference_tasks.env.ReferenceTaskEnv({name!r}), or gym.make of its env id "
                                f"with tasks_dir= its parent folder (docs/REFERENCE_TASKS.md)")
+    if os.sep in name and not name.startswith("KernelArena/"):  # meant as a folder
+        what = "is a folder without task.yaml or config.yaml" if Path(name).is_dir() else "does not exist"
+        raise UnknownTaskError(f"Unknown task {name!r}: it looks like a task folder, and {what}. A task folder holds "
+                               f"task.yaml (docs/TASKS.md) or the reference format's config.yaml")
     key, version = parse_task_name(name)
     tasks, problems = discover_tasks_report(task_search_path(tasks_dir))
     if key in tasks:

@@ -148,4 +148,8 @@ def _parse_action(action: Any) -> Action:
     for name in required:
         if not fields[name]:
             raise ActionError(f"action {kind!r} needs a non-empty {name!r} field")
+    # May be empty, but must be given: a dict that leaves them out means a mistake, not an empty file or a deletion.
+    for name in {"write_file": ["content"], "edit_file": ["new"]}.get(kind, []):
+        if name not in action:
+            raise ActionError(f"action {kind!r} needs a {name!r} field (\"\" to {'write an empty file' if name == 'content' else 'delete the old text'})")
     return Action(kind=kind, **fields)

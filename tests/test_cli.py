@@ -288,3 +288,18 @@ def test_several_policies_take_their_configs_by_name(capsys):
     assert main(["run", "--task", "triton-softmax", "--policy", "scripted", "--policy", "tuner",
                  "--policy-config", '{"actions": []}']) == 2
     assert "keyed by policy name" in capsys.readouterr().out
+
+
+def test_a_negative_seed_is_a_usage_error(capsys):
+    with pytest.raises(SystemExit) as stop:
+        main(["run", "--task", "triton-softmax", "--seed", "-1"])
+    assert stop.value.code == 2 and "must be 0 or more" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("argv, expected", [
+    (["run", "--task", "/nonexistent/task-folder"], "it looks like a task folder, and does not exist"),
+    (["unseen", "/nonexistent/run"], "no such run directory"),
+])
+def test_a_missing_folder_is_named_as_missing(argv, expected, capsys):
+    assert main(argv) == 2
+    assert expected in capsys.readouterr().out

@@ -116,3 +116,13 @@ def test_a_workspace_over_its_cap_says_so_in_the_observation(tmp_path, require_b
         assert "cap" not in obs["output"]  # a sparse file counts the blocks it uses
     finally:
         env.close()
+
+
+@pytest.mark.parametrize("action, missing", [({"kind": "write_file", "path": "kernel.py"}, "content"),
+                                             ({"kind": "edit_file", "path": "kernel.py", "old": "import"}, "new")])
+def test_a_left_out_field_is_an_error_not_an_empty_one(action, missing):
+    # A dict that leaves out content/new is a mistake: it must not empty the file or delete the old text.
+    from kernelgym.spaces import ActionError, parse_action
+    with pytest.raises(ActionError, match=f"needs a '{missing}' field"):
+        parse_action(action)
+    assert parse_action({**action, missing: ""}).kind == action["kind"]  # given empty: a deliberate empty value

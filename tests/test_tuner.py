@@ -159,3 +159,11 @@ def test_a_structure_well_behind_the_best_is_not_tuned_on_a_gpu():
     d = Driver(p, lambda src: bench("measured", 1.12 if "ONE_PASS" in src else 1.0))
     d.run()
     assert any("ONE_PASS" not in a["content"] for a in d.actions if a["kind"] == "write_file")
+
+
+def test_a_param_the_kernel_does_not_define_is_named(capsys):
+    # A misspelt name would search nothing: the tuner says which names it cannot find.
+    p = load_policy("tuner", params={"BLOCK_SZE": [512]}, verbose=True)
+    Driver(p, lambda src: bench("measured", 1.0)).run()
+    out = capsys.readouterr().out
+    assert "params BLOCK_SZE: no module-level integer constant of that name in kernel.py" in out

@@ -160,6 +160,11 @@ DEFENCES: tuple[Defence, ...] = (
     Defence("file_action_read_cap", "a huge (sparse) file read whole into the env by read_file or edit_file",
             "at most the observation's length is read; edit_file refuses longer files instead of cutting them",
             "kernelgym.env:_read_capped", _a("fifo_and_huge_workspace_files"), "ci"),
+    Defence("directories_count_against_cap", "filling the disk past the workspace cap with directories, or long-named "
+            "empty files whose names live in their directory's blocks: the cap counted only files' blocks",
+            "the size walk counts every entry's own allocated blocks, directories and the root included, links not "
+            "followed (the reference grader's grading-directory check uses the same walk)",
+            "kernelgym.env:workspace_bytes", _a("uncounted_directories_fill_disk"), "ci"),
     Defence("unprivileged_sandbox_user", "host root from a sandbox started by root (the default in containers): "
             "reading /etc/shadow, a setuid-root file left in the workspace, uid 0 mapped to host uid 0",
             "started by root, bwrap mounts without a user namespace (one could map only root to the sandbox's user) "
@@ -288,6 +293,12 @@ DEFENCES: tuple[Defence, ...] = (
             "observer lists the kernels that ran (outside_observer_kernels); C++ and CUDA sources are read as tokens "
             "(kernelgym.grader.provenance:check_cpp_source)",
             "kernelgym.grader.provenance:check_source", _a("pytorch_fallback_no_launch"), "ci"),
+    Defence("private_reference_scratch_dir", "two gradings whose reference computations overlap (a prepared session "
+            "given up, unseen evaluation) sharing fixed scratch file names: one compares against the other's "
+            "reference, or loads a half-written file and raises out of step()",
+            "each reference process writes its jobs and outputs in a temporary directory of its own, removed once "
+            "read or on failure: nothing to coordinate",
+            "kernelgym.grader.reference:run_reference_process", _a("shared_reference_scratch_files"), "ci"),
     Defence("kernel_bodies_checked", "Python in a kernel's body (on the CPU interpreter it runs as Python): the "
             "reference imported and the output written through a module-level list of the wrapper's tensors; a "
             "`triton.constexpr_function`, run on the host while a kernel compiles, reached only from a kernel",

@@ -155,20 +155,51 @@ class _Module:
             elif isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] == "torch":
                 for a in node.names:
                     self.torch_names[a.asname or a.name] = f"{node.module}.{a.name}"
-        # What a kernel body may read besides its own names: Triton, the file's functions, builtins Triton accepts, and
-        # globals made ``tl.constexpr`` (the only globals Triton lets a kernel read).
-        self.kernel_globals = set(self.triton_names) | set(self.functions) | KERNEL_BUILTINS
-        for node in self.tree.body:
-            target, value, annotation = None, None, None
-            if isinstance(node, ast.Assign) and len(node.targets) == 1:
-                target, value = node.targets[0], node.value
-            elif isinstance(node, ast.AnnAssign):
-                target, value, annotation = node.target, node.value, node.annotation
-            constexpr = any(isinstance(n, (ast.Attribute, ast.Name)) and getattr(n, "attr", getattr(n, "id", None))
-                            == "constexpr" for part in (value, annotation) if part is not None
-                            for n in ast.walk(part.func if isinstance(part, ast.Call) else part))
-            if isinstance(target, ast.Name) and constexpr:
-                self.kernel_globals.add(target.id)
+        # What a kernel body may read besides its own names, as Triton compiles it: modules, Triton, the file's
+        # functions, builtins, and globals that hold constants (Triton takes `tl.constexpr` and dtype globals; the
+        # interpreter any). A global bound anywhere to anything else (a list of the wrapper's tensors) is refused.
+        self.kernel_globals = set(self.module_names) | set(self.triton_names) | set(self.functions) | KERNEL_BUILTINS
+        constant, other = set(), {n for g in ast.walk(self.tree) if isinstance(g, (ast.Global, ast.Nonlocal))
+                                  for n in g.names}
+        for node in _module_level(self.tree):
+            value = node.value if isinstance(node, (ast.Assign, ast.AnnAssign)) else None
+            for target in (node.targets if isinstance(node, ast.Assign) else [getattr(node, "target", None)]):
+                if isinstance(target, ast.Name) and value is not None and self._constant(value):
+                    constant.add(target.id)
+                elif target is not None:
+                    other |= {n.id for n in ast.walk(target) if isinstance(n, ast.Name)}
+            if not isinstance(node, (ast.Assign, ast.AnnAssign)):
+                other |= {n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+        self.kernel_globals |= constant - other
+
+    def _constant(self, value: ast.AST) -> bool:
+        """Whether a module-level value is a constant a kernel may read: a literal (``2.0``, ``-1``, ``"x"``), a tuple
+        of them, a Triton attribute (``tl.float16``) or a ``tl.constexpr(...)`` of those."""
+        if isinstance(value, ast.Constant):
+            return True
+        if isinstance(value, ast.UnaryOp) and isinstance(value.op, (ast.USub, ast.UAdd)):
+            return self._constant(value.operand)
+        if isinstance(value, ast.Tuple):
+            return all(self._constant(e) for e in value.elts)
+        if isinstance(value, ast.Attribute):
+            root = value
+            while isinstance(root, ast.Attribute):
+                root = root.value
+            return isinstance(root, ast.Name) and root.id in self.triton_names
+        if isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and value.func.attr == "constexpr":
+            return self._constant(value.func) and all(self._constant(a) for a in value.args) and not value.keywords
+        return False
+
+
+def _module_level(tree: ast.Module):
+    """The statements that run at module level, nested ones (under `if`, `for`, `with`, `try`) included, defs' bodies
+    not."""
+    todo = list(tree.body)
+    while todo:
+        node = todo.pop()
+        yield node
+        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
+            todo += [c for c in ast.iter_child_nodes(node) if isinstance(c, ast.stmt)]
 
 
 def _is_kernel(fn: ast.AST, triton_names: dict[str, str]) -> bool:
@@ -287,6 +318,8 @@ class _PathChecker(ast.NodeVisitor):
             self.add(node, f"imports `{name}` (code built at run time cannot be checked)")
         if name.split(".")[0] in PROCESS_MODULES:
             self.add(node, f"imports `{name}` (a kernel wrapper has no use for processes, threads or memory tricks)")
+        if name.split(".")[0].startswith("kernelgym"):  # the harness's own modules (its inputs module is the reference)
+            self.add(node, f"imports `{name}`, one of the grader's own modules")
 
     def visit_Attribute(self, node):
         if node.attr in INTROSPECTION or (node.attr.startswith("__") and node.attr.endswith("__")

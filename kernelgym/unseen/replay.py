@@ -28,6 +28,8 @@ def replay_run(run_dir: Path, seed: int = 0, sandbox: str = "bwrap",
         TaskSpecError: an episode is of a reference-format task (its scripts fix their shapes: nothing unseen to replay).
     """
     run_dir = Path(run_dir).resolve()
+    if not run_dir.is_dir():
+        raise FileNotFoundError(f"{run_dir}: no such run directory (`kernelgym run` prints the one it writes)")
     episodes = sorted(p.parent for p in run_dir.rglob("episodes/*/grade.json"))
     if not episodes:
         raise FileNotFoundError(f"{run_dir}: no graded episodes (episodes/<id>/grade.json) found")

@@ -1,4 +1,4 @@
-"""Attack (robustness): two gradings of one grader whose references overlap in time share
+"""Attack: (robustness) two gradings of one grader whose references overlap in time share
 `run_reference_process`'s scratch files, whose names are fixed (``reference-jobs.json``, ``reference-outputs.pt``
 in the grader's work_dir, `References(work_dir=gdir.parent)`). This happens on a GPU for every task with
 ``reference_device: cuda`` (attention, swiglu-mlp, paged-attention-decode, flash-attention) where a session's
@@ -8,7 +8,7 @@ returns before its references were waited for, and the next config's session sta
 computes, or loads, the other's jobs: a correct kernel compared with another config's (or seed's) reference, or a
 torch.load of a half-written file raising TaskSpecError out of grade() and env.step.
 
-Defence: each call writes its scratch files in a temporary directory of its own, removed once read (or on failure).
+Defence: `private_reference_scratch_dir`: each call writes its scratch files in a temporary directory of its own, removed once read (or on failure).
 Shown here with the reference on the CPU (the device does not matter to the file names).
 """
 import subprocess

@@ -5,7 +5,7 @@ making directories (or a million long-named empty files, whose names live in the
 host's disk and inodes with no cap note, step after step. The reference grader's grading-directory check
 (`ReferenceGrader.grade`, checks['disk']) uses the same walk.
 
-Defence: directories (the root included) count their own st_blocks, as files do.
+Defence: `directories_count_against_cap`: directories (the root included) count their own st_blocks, as files do.
 """
 import pytest
 

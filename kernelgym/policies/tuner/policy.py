@@ -218,6 +218,10 @@ class TunerPolicy:
         cfg = self.config
         obs = yield {"kind": "read_file", "path": cfg.file}
         original = obs["output"]
+        missing = sorted(set(cfg.params) - set(constants(original, cfg.params)))
+        if missing:  # a misspelt name would otherwise search nothing, silently
+            self._say(f"params {', '.join(missing)}: no module-level integer constant of that name in {cfg.file} "
+                      f"(`NAME = 123`), so it is not tuned")
         obs = yield {"kind": "shell", "cmd": cfg.check_cmd}
         base = parse_measure(obs["output"])
         self._record("original", original, base)
