@@ -13,6 +13,7 @@ from typing import Any
 import gymnasium as gym
 
 from kernelgym.grader import Grade, Grader, GraderConfig
+from kernelgym.grader.files import tree_bytes as workspace_bytes
 from kernelgym.hardware import HardwareProfile, detect_profile
 from kernelgym.prompt import build_prompt
 from kernelgym.sandbox import Limits, make_sandbox
@@ -278,32 +279,6 @@ def _write_nofollow(path: Path, content: str) -> None:
     with os.fdopen(fd, "w", errors="replace") as f:
         f.truncate(0)
         f.write(content)
-
-
-def workspace_bytes(root: Path, stop_above: int) -> int:
-    """Disk space the files and directories under `root` (itself included) take, bytes (allocated blocks: a sparse
-    file counts what it uses), links not followed; the walk stops once the count passes `stop_above` (a huge tree
-    costs no more than the cap says)."""
-    total, stack = 0, [str(root)]
-    try:
-        total += os.lstat(root).st_blocks * 512
-    except OSError:
-        pass
-    while stack and total <= stop_above:
-        try:
-            entries = list(os.scandir(stack.pop()))
-        except OSError:
-            continue
-        for entry in entries:
-            try:
-                # Directories count their own blocks too: each takes at least one, and a listing of many long names
-                # takes many, so a tree of empty directories or empty files would otherwise fill the disk uncounted.
-                total += entry.stat(follow_symlinks=False).st_blocks * 512
-                if entry.is_dir(follow_symlinks=False):
-                    stack.append(entry.path)
-            except OSError:
-                continue
-    return total
 
 
 def _size(n: int) -> str:

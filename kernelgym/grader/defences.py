@@ -164,7 +164,7 @@ DEFENCES: tuple[Defence, ...] = (
             "empty files whose names live in their directory's blocks: the cap counted only files' blocks",
             "the size walk counts every entry's own allocated blocks, directories and the root included, links not "
             "followed (the reference grader's grading-directory check uses the same walk)",
-            "kernelgym.env:workspace_bytes", _a("uncounted_directories_fill_disk"), "ci"),
+            "kernelgym.grader.files:tree_bytes", _a("uncounted_directories_fill_disk"), "ci"),
     Defence("unprivileged_sandbox_user", "host root from a sandbox started by root (the default in containers): "
             "reading /etc/shadow, a setuid-root file left in the workspace, uid 0 mapped to host uid 0",
             "started by root, bwrap mounts without a user namespace (one could map only root to the sandbox's user) "
@@ -299,11 +299,17 @@ DEFENCES: tuple[Defence, ...] = (
             "each reference process writes its jobs and outputs in a temporary directory of its own, removed once "
             "read or on failure: nothing to coordinate",
             "kernelgym.grader.reference:run_reference_process", _a("shared_reference_scratch_files"), "ci"),
+    Defence("grading_dir_disk_check", "filling the host's disk from the grading directory, the only one the "
+            "candidate's process may write while graded (file after file, up to the time limit)",
+            "once the harness is done the directory's size is counted (the walk stops at the cap) and reported in "
+            "the grade; past GraderConfig.grading_dir_cap_bytes the grade fails correctness. After the run, not a "
+            "quota, as the workspace cap",
+            "kernelgym.grader.grader:Grader.grade", _a("fill_disk_from_grading_dir"), "ci"),
     Defence("kernel_bodies_checked", "Python in a kernel's body (on the CPU interpreter it runs as Python): the "
             "reference imported and the output written through a module-level list of the wrapper's tensors; a "
             "`triton.constexpr_function`, run on the host while a kernel compiles, reached only from a kernel",
             "a kernel's body is held to what Triton compiles (no imports, no `global`, no names but its own, "
-            "Triton's, the file's functions and `tl.constexpr` globals), and the functions it calls are checked in "
+            "modules, Triton's, the file's functions and constant globals), and the functions it calls are checked in "
             "turn, as kernels or as host code",
             "kernelgym.grader.provenance:_KernelChecker", _a("python_in_interpreted_kernel_body"), "ci"),
     Defence("refused_names_as_attributes", "a refused name reached as another module's attribute: "

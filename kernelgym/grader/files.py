@@ -174,3 +174,29 @@ def remove_tree(path: Path) -> None:
                 subprocess.run(argv, capture_output=True, timeout=300)
             except (OSError, subprocess.TimeoutExpired):
                 pass
+
+
+def tree_bytes(root: Path, stop_above: int) -> int:
+    """Disk space the files and directories under `root` (itself included) take, bytes (allocated blocks: a sparse
+    file counts what it uses), links not followed; the walk stops once the count passes `stop_above` (a huge tree
+    costs no more than the cap says)."""
+    total, stack = 0, [str(root)]
+    try:
+        total += os.lstat(root).st_blocks * 512
+    except OSError:
+        pass
+    while stack and total <= stop_above:
+        try:
+            entries = list(os.scandir(stack.pop()))
+        except OSError:
+            continue
+        for entry in entries:
+            try:
+                # Directories count their own blocks too: each takes at least one, and a listing of many long names
+                # takes many, so a tree of empty directories or empty files would otherwise fill the disk uncounted.
+                total += entry.stat(follow_symlinks=False).st_blocks * 512
+                if entry.is_dir(follow_symlinks=False):
+                    stack.append(entry.path)
+            except OSError:
+                continue
+    return total

@@ -35,7 +35,7 @@ from kernelgym.errors import TaskSpecError
 from kernelgym.grader import build as builds
 from kernelgym.grader import tracer
 from kernelgym.grader.files import (MAX_EDITABLE_BYTES, copy_candidate, copy_editable, copy_public, copy_regular_files,
-                                    prune_grading_dir, remove_tree, write_new)
+                                    prune_grading_dir, remove_tree, tree_bytes, write_new)
 from kernelgym.grader.provenance import check_cpp_source, check_source
 from kernelgym.grader.observer import (Observation, ObserverError, cross_check, find_ncu, foreign_kernels, ncu_argv,
                                        parse_report, split)
@@ -162,6 +162,10 @@ class GraderConfig:
     observer_margin: float = 0.25
     """How far (a fraction) a measured speedup more than `observer.NOISE` above 1 may exceed the profiler's ratio of
     device times."""
+    grading_dir_cap_bytes: int = 16 << 30
+    """Disk space a grading directory may take: the candidate's process writes there (its outputs, for big tasks a
+    few GB). Checked once the harness is done, not a quota: a grade whose directory took more says so in its
+    `checks` (``disk``) and fails correctness."""
     keep_grading_dirs: bool = False
     """Keep each grading directory whole after its grade is read (for debugging a grading: the candidate's outputs
     and whatever it wrote there). By default only the harness's log and result files stay (`prune_grading_dir`)."""
@@ -388,11 +392,18 @@ class Grader:
         check, timed = self._run_candidate(session, problems)
         harness_done = time.monotonic()
         checks = self._checks_planned(provenance)
+        used = tree_bytes(session.gdir, self.config.grading_dir_cap_bytes)
+        checks["disk"] = (f"{used / 2**20:.1f} MiB in the grading directory" if used <= self.config.grading_dir_cap_bytes
+                          else f"failed: the candidate's process filled its grading directory past the cap of "
+                               f"{self.config.grading_dir_cap_bytes / 2**30:g} GiB")
         compile_stage = self.compile(problems, check, session)
         correct_stage, rows = Stage("correctness", None), [{"config": c} for c in self.configs]
         perf_stage, speedups = Stage("performance", None), None
         if compile_stage.passed:
             correct_stage, rows = self.check_correctness(session, check, provenance)
+            if checks["disk"].startswith("failed"):
+                correct_stage.passed = False
+                correct_stage.messages.append(checks["disk"])
         if correct_stage.passed:
             perf_stage, speedups, timed_ok = self.measure_performance(session, rows, timed)
             if not timed_ok:

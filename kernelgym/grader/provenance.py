@@ -13,7 +13,7 @@ the entry function, and every function of those files it reaches by name. On tha
 
 Kernels (functions decorated with ``triton.jit``/``triton.autotune``/``triton.heuristics``) are held to what Triton
 compiles (`_KernelChecker`): on the CPU interpreter their bodies run as Python, so a kernel that imports the reference
-or calls through a module-level global is refused; their ``tl.*`` code is the candidate's own work. Attribute chains
+or reads a module-level global other than a constant is refused; their ``tl.*`` code is the candidate's own work. Attribute chains
 are read whole: a module's own imports are its attributes (``os.sys.modules``), so the refused names are refused as
 attributes too (`REACH_ATTRIBUTES`). What this cannot see (code built at run time from strings, ``exec``,
 ``__import__``) is refused by name too (`DYNAMIC`). The check is a first line: on a GPU an outside observer lists
@@ -391,9 +391,9 @@ class _PathChecker(ast.NodeVisitor):
 class _KernelChecker(_PathChecker):
     """Visits a kernel's body (a function decorated with ``triton.jit`` and the like). On a GPU Triton compiles it, but
     on the CPU interpreter it runs as Python, and whatever Python it holds runs with it; it is held to what Triton
-    compiles: no imports, no ``global``, and no names but its parameters and the names it assigns, Triton's, the
-    file's own functions (their bodies are checked in turn, as kernels or as host code), `KERNEL_BUILTINS` and
-    ``tl.constexpr`` globals (a module-level tensor list reached from a kernel is refused). The name checks of the
+    compiles: no imports, no ``global``, and no names but its parameters and the names it assigns, modules, Triton's,
+    the file's own functions (their bodies are checked in turn, as kernels or as host code), `KERNEL_BUILTINS` and
+    globals bound only to constants (a module-level list of the wrapper's tensors reached from a kernel is refused). The name checks of the
     host path (the reference, `DYNAMIC`, `HOST_NAMES`, torch, `REACH_ATTRIBUTES`) hold here too."""
 
     def check(self, fn: ast.AST) -> None:

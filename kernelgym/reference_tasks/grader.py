@@ -27,7 +27,7 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
-from kernelgym.env import workspace_bytes
+from kernelgym.grader.files import tree_bytes
 from kernelgym.grader import Grade, GraderConfig
 from kernelgym.grader.grader import NOT_MEASURED_ON_INTERPRETER, Stage
 from kernelgym.grader.files import copy_editable, remove_tree, write_new
@@ -265,7 +265,7 @@ class ReferenceGrader:
         try:
             grade = self._grade_in(gdir, Path(workspace))
             if self.cap_bytes is not None:
-                used = workspace_bytes(gdir, self.cap_bytes)
+                used = tree_bytes(gdir, self.cap_bytes)
                 if used > self.cap_bytes:
                     grade.checks["disk"] = (f"the grading directory took more than the workspace cap of "
                                             f"{self.cap_bytes} bytes ({used} counted when the walk stopped)")
