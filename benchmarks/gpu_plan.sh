@@ -8,7 +8,8 @@
 # machine and date, and say what they show in benchmarks/results/README.md. Merge the suite's runs into one table:
 #     python benchmarks/task_suite.py --merge RUN.json... --out benchmarks/results/DATE-task-suite.json
 # Session 4 (2026-12-01) ran triton-argmax-sampling, -bias-gelu and -bmm completely, and cross-entropy's gradings
-# (not in its JSON: the call's time limit cut it): benchmarks/results/2026-12-01-h200-session4/.
+# (not in its JSON: the call's time limit cut it): benchmarks/results/2026-12-01-h200-session4/. Session 5
+# (2026-12-02) ran nothing: the device time for this work was spent (213 s left, no machine could start).
 source benchmarks/gpu_setup.sh
 mkdir -p "$OUT"
 (nvidia-smi --query-gpu=name,driver_version --format=csv; python3 -c "import torch, triton; print(torch.__version__, triton.__version__)"; date -u) > "$OUT/machine.txt" 2>&1

@@ -325,6 +325,8 @@ def run_task(args: argparse.Namespace) -> tuple[int, list[dict], Path]:
         args.episodes = 1
     _absolute_paths(args)  # run.json must name the same folders when resumed from another working directory
 
+    if args.policy_config is not None and not args.policy_config.strip():
+        raise KernelGymError("--policy-config is empty; leave it out, or give a JSON object such as '{\"actions\": []}'")
     try:
         overrides = json.loads(args.policy_config) if args.policy_config else {}
     except ValueError as e:

@@ -199,6 +199,9 @@ def get_task(name: str, tasks_dir: Dirs = None) -> Task:
                                f"task.yaml (docs/TASKS.md) or the reference format's config.yaml")
     key, version = parse_task_name(name)
     tasks, problems = discover_tasks_report(task_search_path(tasks_dir))
+    for p in problems:  # a mistyped folder would otherwise pass unnoticed while a built-in task is found
+        if p.kind == "missing":
+            warn_once(p.message)
     if key in tasks:
         task = tasks[key]
         if version is not None and version != task.spec.version:

@@ -37,6 +37,11 @@ def test_run_tuner_end_to_end(tmp_path, require_bwrap):
     assert kinds[0] == "read_file" and kinds.count("shell") == 3 and kinds[-1] == "submit"
 
 
+def test_an_empty_policy_config_is_a_clear_error(capsys):
+    assert main(["run", "--task", "triton-softmax", "--policy", "scripted", "--policy-config", " "]) == 2
+    assert "--policy-config is empty" in capsys.readouterr().out
+
+
 def test_unknown_policy_is_clear_error(capsys):
     assert main(["run", "--policy", "tunr"]) == 2
     assert "Did you mean 'tuner'" in capsys.readouterr().out

@@ -141,3 +141,10 @@ def test_make_with_tasks_dir(user_tasks, tmp_path, require_bwrap):
     env = KernelArenaEnv("triton-rmsnorm-user", tasks_dir=user_tasks, run_dir=tmp_path / "runs")
     assert env.task.root == user_tasks / "triton" / "rmsnorm-user"
     env.close()
+
+
+def test_a_missing_tasks_dir_warns_even_where_the_task_is_found(tmp_path):
+    from kernelgym.discovery import DiscoveryWarning, get_task
+    missing = tmp_path / "no-such-folder"
+    with pytest.warns(DiscoveryWarning, match="not a directory"):
+        assert get_task("triton-rmsnorm", tasks_dir=missing).name == "triton-rmsnorm"
