@@ -249,3 +249,41 @@ def test_host_access_and_vendor_libraries_in_cpp_are_refused(line, expected):
     src = BINDING.replace("#include <torch/extension.h>", "#include <torch/extension.h>\nstatic void f() { " + line + " }")
     assert any(expected in f for f in cpp_findings(src)), cpp_findings(src)
 
+
+
+# A second review's bypasses: modules reached through other modules, getattr as a value, names a kernel may not read.
+@pytest.mark.parametrize("src, expected", [
+    (BASE.replace(RET, "    B = triton.knobs.re.enum.bltns\n" + RET), "reaches the module `triton.knobs`"),
+    ("from triton import knobs\n" + BASE, "imports the module `triton.knobs`"),
+    ("import enum\n" + BASE.replace(RET, "    B = enum.bltns\n" + RET), "reaches the module `enum.bltns`"),
+    (BASE.replace(RET, "    triton.testing.statistics.random._os.listdir('/')\n" + RET), "a private name of a module"),
+    (BASE.replace(RET, "    tl.core.typing.collections._sys\n" + RET), "a private name of a module"),
+    (BASE.replace(RET, "    G = getattr\n" + RET), "uses `getattr` as a value"),
+    (BASE.replace(RET, RET + "\n\ndef helper(o, n, g=getattr):\n    return g(o, n)"), "uses `getattr` as a value"),
+    ("import functorch\n" + BASE, "imports `functorch`: a kernel file may import only"),
+    ("import linecache\n" + BASE, "imports `linecache`"),
+    ("import _io\n" + BASE, "imports `_io`"),
+    (BASE.replace(RET, "    T = triton\n" + RET), "uses the module `triton` as a value"),
+])
+def test_modules_reached_by_other_names_are_refused(src, expected):
+    assert any(expected in f for f in findings(src)), findings(src)
+
+
+@pytest.mark.parametrize("prefix, line, expected", [
+    ("getattr = 0\ndel getattr\n", "    g = getattr\n", "reads `getattr` inside a kernel"),
+    ("class C:\n    def getattr(self):\n        return 0\n", "    g = getattr\n", "reads `getattr` inside a kernel"),
+    ("", "    _ = [getattr for getattr in range(1)]\n", "reads `getattr` inside a kernel"),
+])
+def test_a_kernel_may_not_read_builtins_by_a_back_door(prefix, line, expected):
+    src = BASE.replace("import torch\n", "import torch\n" + prefix, 1).replace(KERNEL_LINE, KERNEL_LINE + line, 1)
+    assert any(expected in f for f in findings(src)), findings(src)
+
+
+def test_honest_code_the_second_review_found_refused_now_passes():
+    # A global constant shadowed by another function's local; a constexpr computed with math; reshape_as on the host.
+    src = ("import math\n" + BASE.replace("import torch\n", "import torch\nRCP_LN2 = tl.constexpr(1.0 / math.log(2.0))\n", 1)
+           .replace(KERNEL_LINE, KERNEL_LINE + "    c = RCP_LN2 * BLOCK_SIZE\n", 1)
+           .replace(RET, "    return y.reshape_as(x)") + "\n\ndef unrelated(n):\n    BLOCK_SIZE = triton.next_power_of_2(n)\n"
+           "    return BLOCK_SIZE\n")
+    assert "RCP_LN2 * BLOCK_SIZE" in src
+    assert findings(src) == []

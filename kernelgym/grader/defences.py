@@ -315,8 +315,10 @@ DEFENCES: tuple[Defence, ...] = (
     Defence("refused_names_as_attributes", "a refused name reached as another module's attribute: "
             "`os.sys.modules` (the reference the harness loaded), `triton.runtime.cache.os.environ`, "
             "`triton.runtime.autotuner.builtins.exec`, `triton.testing.subprocess`",
-            "a module's imports are its attributes, so every name refused by name is refused as an attribute too, "
-            "on whatever it is reached from",
+            "imports are an allow-list, and a module's imports are its attributes: a chain of attributes rooted at an "
+            "import is resolved against the installed modules and may reach no module outside an allow-list and no "
+            "private name; every name refused by name is refused as an attribute too; a module, getattr or hasattr "
+            "passed around as a value is refused",
             "kernelgym.grader.provenance:REACH_ATTRIBUTES", _a("reference_through_os_sys_modules"), "ci"),
     Defence("no_process_tricks_in_source", "a helper process or thread started by the candidate that rewrites the "
             "outputs after the harness saved them, works while the baseline is timed, or walks the garbage collector "

@@ -13,9 +13,12 @@ the entry function, and every function of those files it reaches by name. On tha
 
 Kernels (functions decorated with ``triton.jit``/``triton.autotune``/``triton.heuristics``) are held to what Triton
 compiles (`_KernelChecker`): on the CPU interpreter their bodies run as Python, so a kernel that imports the reference
-or reads a module-level global other than a constant is refused; their ``tl.*`` code is the candidate's own work. Attribute chains
-are read whole: a module's own imports are its attributes (``os.sys.modules``), so the refused names are refused as
-attributes too (`REACH_ATTRIBUTES`). What this cannot see (code built at run time from strings, ``exec``,
+or reads a module-level global other than a constant is refused; their ``tl.*`` code is the candidate's own work.
+Imports are an allow-list (`ALLOWED_IMPORTS`: torch, triton, math, ... and the candidate's own files). A module's own
+imports are its attributes (``os.sys``, ``triton.knobs.re.enum.bltns`` is builtins), so an attribute chain rooted at an
+import is resolved against the installed modules and may reach no module outside `ALLOWED_NAMESPACES`, no private name,
+and none of the names refused by name (`REACH_ATTRIBUTES`); a module, ``getattr`` or ``hasattr`` passed around as a
+value is refused. What this cannot see (code built at run time from strings, ``exec``,
 ``__import__``) is refused by name too (`DYNAMIC`). The check is a first line: on a GPU an outside observer lists
 the kernels that actually ran (a later part of the provenance work); on the CPU interpreter this is the only check
 besides the launch counter, and the grade says so.
@@ -26,6 +29,9 @@ names outside allocation, types and streams, and computing tensor methods, are r
 from __future__ import annotations
 
 import ast
+import importlib
+import inspect
+import types
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -84,7 +90,7 @@ INTROSPECTION = frozenset({"__dict__", "__globals__", "__builtins__", "__subclas
 METHOD_ALLOWED = frozenset({
     "view", "reshape", "contiguous", "stride", "size", "numel", "dim", "data_ptr", "is_contiguous", "element_size",
     "new_empty", "new_zeros", "new_ones", "new_full", "unsqueeze", "squeeze", "flatten", "view_as", "expand",
-    "expand_as", "permute", "transpose", "t", "narrow", "select", "unbind", "split", "chunk", "storage_offset",
+    "expand_as", "reshape_as", "permute", "transpose", "t", "narrow", "select", "unbind", "split", "chunk", "storage_offset",
     "get_device", "fill_", "zero_", "is_floating_point", "dtype", "__init__",
     "append", "extend", "insert", "get", "items", "keys", "values", "setdefault", "pop", "update", "format", "join",
     "startswith", "endswith", "lower", "upper", "strip", "index", "count", "add", "copy", "run", "warmup", "cdiv",
@@ -100,6 +106,22 @@ KERNEL_DECORATORS = frozenset({"jit", "autotune", "heuristics"})
 #: names refused as names are refused as attributes too.
 REACH_ATTRIBUTES = (DYNAMIC | PROCESS_MODULES | {"os", "modules", "environ", "environb", "getenv", "putenv", "system",
                                                  "popen", "open"}) - {"type", "compile"}
+#: Modules a candidate's file may import (and their submodules): what a kernel file needs. Every other import is
+#: refused: a deny-list cannot keep up with the standard library (linecache, fileinput and _io read files) or with
+#: packages that import torch themselves (functorch.torch).
+ALLOWED_IMPORTS = frozenset({"torch", "triton", "math", "typing", "__future__", "functools", "dataclasses", "enum",
+                             "itertools", "collections", "os"})
+#: The modules a chain of attributes rooted at an import may pass through or end at (besides the imported module
+#: itself): modules import other modules, which are then their attributes (``triton.knobs.re.enum.bltns`` is
+#: builtins, ``os.sys`` is sys), so a chain is resolved against the installed modules, and every module it reaches
+#: must be one of these. An attribute starting with ``_`` is refused anywhere in such a chain.
+ALLOWED_NAMESPACES = frozenset({
+    "triton.language", "triton.language.math", "triton.language.extra", "triton.language.extra.libdevice",
+    "triton.language.extra.cuda", "triton.language.extra.cuda.libdevice", "triton.language.extra.hip",
+    "triton.language.extra.hip.libdevice", "triton.runtime", "os.path",
+})
+#: Builtins whose use as a value (``G = getattr``, ``def f(g=getattr)``) would hide a call the check reads by name.
+NOT_AS_VALUES = frozenset({"getattr", "hasattr"})
 #: Builtins a kernel body may call: Triton's frontend accepts these (the rest of a kernel's calls are ``tl``/triton
 #: functions, the file's own functions, or methods of the kernel's own values).
 KERNEL_BUILTINS = frozenset({"range", "min", "max", "len", "int", "float", "bool", "abs", "print", "isinstance",
@@ -133,12 +155,22 @@ class _Module:
                 self.functions.setdefault(n.name, []).extend(
                     b for b in ast.walk(n) if isinstance(b, (ast.FunctionDef, ast.AsyncFunctionDef)))
         self.module_names: set[str] = set()  # every name bound by an import: calls on them are module calls
+        self.import_paths: dict[str, str] = {}  # local name -> what it names ("tl" -> "triton.language")
+        self.plain_modules: set[str] = set()  # names bound by `import x` / `import x.y as z`: modules for sure
         self.torch_names: dict[str, str] = {}  # local name -> dotted torch path ("torch", "torch.nn.functional")
         self.triton_names: dict[str, str] = {}  # local name -> dotted triton path ("triton", "triton.jit")
         self.os_names: set[str] = set()  # local names bound to the os module
         for node in ast.walk(self.tree):
             if isinstance(node, (ast.Import, ast.ImportFrom)):
                 self.module_names.update((a.asname or a.name).split(".")[0] for a in node.names)
+            if isinstance(node, ast.Import):
+                for a in node.names:
+                    local = a.asname or a.name.split(".")[0]
+                    self.import_paths[local] = a.name if a.asname else a.name.split(".")[0]
+                    self.plain_modules.add(local)
+            elif isinstance(node, ast.ImportFrom) and node.module:
+                for a in node.names:
+                    self.import_paths[a.asname or a.name] = f"{node.module}.{a.name}"
             if isinstance(node, ast.Import):
                 for a in node.names:
                     if a.name.split(".")[0] in ("os", "posix"):
@@ -158,18 +190,25 @@ class _Module:
         # What a kernel body may read besides its own names, as Triton compiles it: modules, Triton, the file's
         # functions, builtins, and globals that hold constants (Triton takes `tl.constexpr` and dtype globals; the
         # interpreter any). A global bound anywhere to anything else (a list of the wrapper's tensors) is refused.
-        self.kernel_globals = set(self.module_names) | set(self.triton_names) | set(self.functions) | KERNEL_BUILTINS
+        defs = {n.name for n in self.tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
+        self.kernel_globals = set(self.module_names) | set(self.triton_names) | defs | KERNEL_BUILTINS
         constant, other = set(), {n for g in ast.walk(self.tree) if isinstance(g, (ast.Global, ast.Nonlocal))
                                   for n in g.names}
         for node in _module_level(self.tree):
-            value = node.value if isinstance(node, (ast.Assign, ast.AnnAssign)) else None
-            for target in (node.targets if isinstance(node, ast.Assign) else [getattr(node, "target", None)]):
-                if isinstance(target, ast.Name) and value is not None and self._constant(value):
-                    constant.add(target.id)
-                elif target is not None:
-                    other |= {n.id for n in ast.walk(target) if isinstance(n, ast.Name)}
-            if not isinstance(node, (ast.Assign, ast.AnnAssign)):
-                other |= {n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+            if isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None:
+                targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+                for target in targets:
+                    if isinstance(target, ast.Name) and self._constant(node.value):
+                        constant.add(target.id)
+                    else:
+                        other |= _bound_names(target)
+                other |= _bound_names(node.value)  # a walrus inside the value
+            elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                other |= _bound_names(node, own_scope=False) - {node.name}  # its decorators' and defaults' walruses
+            elif isinstance(node, ast.ClassDef):
+                other.add(node.name)
+            else:  # for, with, del, augmented assignment, a walrus in a test: this statement's own bindings
+                other |= _bound_names(node, own_scope=False)
         self.kernel_globals |= constant - other
 
     def _constant(self, value: ast.AST) -> bool:
@@ -181,6 +220,11 @@ class _Module:
             return self._constant(value.operand)
         if isinstance(value, ast.Tuple):
             return all(self._constant(e) for e in value.elts)
+        if isinstance(value, ast.BinOp):
+            return self._constant(value.left) and self._constant(value.right)
+        if isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and isinstance(value.func.value, ast.Name) \
+                and self.import_paths.get(value.func.value.id) == "math" and not value.keywords:
+            return all(self._constant(a) for a in value.args)  # math.log(2.0)
         if isinstance(value, ast.Attribute):
             root = value
             while isinstance(root, ast.Attribute):
@@ -189,6 +233,27 @@ class _Module:
         if isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and value.func.attr == "constexpr":
             return self._constant(value.func) and all(self._constant(a) for a in value.args) and not value.keywords
         return False
+
+
+_SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda, ast.ListComp, ast.SetComp, ast.DictComp,
+           ast.GeneratorExp)
+
+
+def _bound_names(node: ast.AST, own_scope: bool = True) -> set[str]:
+    """Names `node` binds or deletes in the scope it runs in: nested defs, lambdas and comprehensions (scopes of their
+    own) are not entered, nor (with `own_scope` False) statements nested in `node`, which are visited on their own."""
+    names, todo = set(), [node]
+    while todo:
+        n = todo.pop()
+        if isinstance(n, ast.Name) and isinstance(n.ctx, (ast.Store, ast.Del)):
+            names.add(n.id)
+        elif isinstance(n, ast.ExceptHandler) and n.name:
+            names.add(n.name)
+        for child in ast.iter_child_nodes(n):
+            if isinstance(child, _SCOPES) or (not own_scope and child is not node and isinstance(child, ast.stmt)):
+                continue
+            todo.append(child)
+    return names
 
 
 def _module_level(tree: ast.Module):
@@ -240,8 +305,8 @@ def _torch_allowed(path: str) -> bool:
 class _PathChecker(ast.NodeVisitor):
     """Visits the code on the entry point's path of one module, collecting findings and the functions it calls."""
 
-    def __init__(self, module: _Module, reference_names: set[str]):
-        self.m, self.reference_names = module, reference_names
+    def __init__(self, module: _Module, reference_names: set[str], own_modules: set[str] = frozenset()):
+        self.m, self.reference_names, self.own_modules = module, reference_names, set(own_modules)
         self.findings: list[Finding] = []
         self.called: set[str] = set()
 
@@ -296,8 +361,16 @@ class _PathChecker(ast.NodeVisitor):
 
     def visit_ImportFrom(self, node):
         self._check_import(node, node.module or "")
+        if not node.module:  # `from . import reference`: the names are modules
+            for a in node.names:
+                self._check_import(node, a.name)
+        elif node.module.split(".")[0] in ALLOWED_IMPORTS:  # `from triton import knobs`: a module by another name
+            for a in node.names:
+                if a.name != "*":
+                    self._check_import(node, f"{node.module}.{a.name}")
         for a in node.names:
-            self._check_import(node, a.name)  # `from . import reference`
+            if a.name.split(".")[0] in self.reference_names:
+                self.add(node, f"imports the task's reference module `{a.name}`")
         if node.module in ("os", "posix") and any(a.name == "*" for a in node.names):
             self.add(node, f"imports * from `{node.module}`")
         if node.module == "os":
@@ -318,10 +391,29 @@ class _PathChecker(ast.NodeVisitor):
             self.add(node, f"imports `{name}` (code built at run time cannot be checked)")
         if name.split(".")[0] in PROCESS_MODULES:
             self.add(node, f"imports `{name}` (a kernel wrapper has no use for processes, threads or memory tricks)")
-        if name.split(".")[0].startswith("kernelgym"):  # the harness's own modules (its inputs module is the reference)
+        top = name.split(".")[0]
+        if top.startswith("kernelgym"):  # the harness's own modules (its inputs module is the reference)
             self.add(node, f"imports `{name}`, one of the grader's own modules")
+        elif top and top not in ALLOWED_IMPORTS | self.own_modules | self.reference_names | DYNAMIC | PROCESS_MODULES:
+            self.add(node, f"imports `{name}`: a kernel file may import only {', '.join(sorted(ALLOWED_IMPORTS))} "
+                           f"and its own editable files")
+        elif top in ALLOWED_IMPORTS and (module := _module_in_chain(name)) is not None:
+            self.add(node, f"imports the module `{module}` (only {', '.join(sorted(ALLOWED_NAMESPACES))} and the "
+                           f"top-level modules may be imported)")
 
     def visit_Attribute(self, node):
+        self._attribute_name(node)
+        path = _dotted(node, self.m.torch_names)
+        if path is not None:
+            if not _torch_allowed(path):
+                self.add(node, f"uses torch compute `{path}`")
+            return  # the chain is judged whole
+        if self._module_chain(node):
+            return
+        self.generic_visit(node)
+
+    def _attribute_name(self, node: ast.Attribute) -> None:
+        """The checks of one attribute's name, wherever it stands in a chain."""
         if node.attr in INTROSPECTION or (node.attr.startswith("__") and node.attr.endswith("__")
                                           and node.attr not in ("__init__", "__name__", "__doc__")):
             self.add(node, f"reaches `{node.attr}` (an object's innards: its class, globals or frame)")
@@ -336,12 +428,28 @@ class _PathChecker(ast.NodeVisitor):
             self.add(node, f"uses `os.{node.attr}` (a kernel wrapper has no use for processes)")
         if isinstance(node.value, ast.Name) and node.value.id in self.m.os_names and node.attr in OS_HOST:
             self.add(node, f"uses `os.{node.attr}` (a kernel wrapper has no use for the host's files or environment)")
-        path = _dotted(node, self.m.torch_names)
-        if path is not None:
-            if not _torch_allowed(path):
-                self.add(node, f"uses torch compute `{path}`")
-            return  # the chain is judged whole
-        self.generic_visit(node)
+
+    def _module_chain(self, node: ast.Attribute) -> bool:
+        """Judge a chain of attributes rooted at an imported name (``tl.math.exp``) whole, against
+        `ALLOWED_NAMESPACES`; False where `node` is no such chain."""
+        parts, root, inner = [], node, []
+        while isinstance(root, ast.Attribute):
+            parts.append(root.attr)
+            inner.append(root)
+            root = root.value
+        if not (isinstance(root, ast.Name) and root.id in self.m.import_paths):
+            return False
+        for link in inner[1:]:  # the chain is not visited further: its inner names are checked here
+            self._attribute_name(link)
+        path = ".".join([self.m.import_paths[root.id], *reversed(parts)])
+        if any(p.startswith("_") for p in parts):
+            self.add(node, f"reaches `{path}` (a private name of a module)")
+        elif path.split(".")[0] not in self.own_modules:
+            module = _module_in_chain(path)
+            if module is not None:
+                self.add(node, f"reaches the module `{module}` through `{path}` (a module's imports are its attributes;"
+                               f" a chain may pass only through {', '.join(sorted(ALLOWED_NAMESPACES))})")
+        return True
 
     def visit_Name(self, node):
         path = self.m.torch_names.get(node.id)
@@ -351,6 +459,11 @@ class _PathChecker(ast.NodeVisitor):
             # Reached only outside an attribute chain (chains are judged whole): torch passed around as a value
             # (`T = torch`, `f(torch)`) could be used from anywhere.
             self.add(node, f"uses the module `{path}` as a value (only `{node.id}.<allowed name>` is checked)")
+        elif node.id in self.m.plain_modules and isinstance(node.ctx, ast.Load):
+            # Reached only outside an attribute chain: a module passed around escapes the chain rules.
+            self.add(node, f"uses the module `{node.id}` as a value (only `{node.id}.<allowed name>` is checked)")
+        if node.id in NOT_AS_VALUES and isinstance(node.ctx, ast.Load):
+            self.add(node, f"uses `{node.id}` as a value (only a direct call with a plain name can be checked)")
         if node.id in DYNAMIC:
             self.add(node, f"uses `{node.id}` (code built at run time cannot be checked)")
         if node.id in HOST_NAMES:
@@ -380,6 +493,10 @@ class _PathChecker(ast.NodeVisitor):
             on_module = isinstance(receiver, ast.Name) and receiver.id in self.m.module_names
             if not on_module:
                 self.add(node, f"calls `.{f.attr}()`, which is not an allocation, view or shape method")
+        if isinstance(f, ast.Name) and f.id in NOT_AS_VALUES:  # a direct call, judged above: its name is no value
+            for part in (*node.args, *node.keywords):
+                self.visit(part)
+            return
         self.generic_visit(node)
 
     def visit_BinOp(self, node):
@@ -400,8 +517,7 @@ class _KernelChecker(_PathChecker):
         args = fn.args
         self.locals = {a.arg for a in (*args.posonlyargs, *args.args, *args.kwonlyargs)}
         self.locals |= {a.arg for a in (args.vararg, args.kwarg) if a is not None}
-        self.locals |= {n.id for part in fn.body for n in ast.walk(part)
-                        if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+        self.locals |= {n for part in fn.body for n in _bound_names(part)}
         for part in fn.body:
             self.visit(part)
 
@@ -418,14 +534,19 @@ class _KernelChecker(_PathChecker):
 
     visit_Nonlocal = visit_Global
 
-    def visit_Attribute(self, node):
+    def _attribute_name(self, node: ast.Attribute) -> None:
         if node.attr in INTROSPECTION or (node.attr.startswith("__") and node.attr.endswith("__")):
             self.add(node, f"reaches `{node.attr}` (an object's innards: its class, globals or frame)")
         if node.attr in REACH_ATTRIBUTES or node.attr in OS_HOST | OS_PROCESS and _root_name(node) in self.m.os_names:
             self.add(node, f"reaches `.{node.attr}` inside a kernel")
+
+    def visit_Attribute(self, node):
+        self._attribute_name(node)
         path = _dotted(node, self.m.torch_names)
         if path is not None:
             self.add(node, f"uses `{path}` inside a kernel (a kernel's body is Triton code)")
+            return
+        if self._module_chain(node):
             return
         self.generic_visit(node)
 
@@ -435,8 +556,28 @@ class _KernelChecker(_PathChecker):
     def visit_Name(self, node):
         super().visit_Name(node)
         if isinstance(node.ctx, ast.Load) and node.id not in self.locals and node.id not in self.m.kernel_globals:
-            self.add(node, f"reads `{node.id}` inside a kernel: a kernel reads its parameters, its own names, Triton, "
-                           f"its file's functions and `tl.constexpr` globals (as Triton compiles it)")
+            self.add(node, f"reads `{node.id}` inside a kernel: a kernel reads its parameters, its own names, modules, "
+                           f"Triton, its file's functions and constant globals (as Triton compiles it)")
+
+
+def _module_in_chain(path: str) -> str | None:
+    """The first module that the dotted `path` (``triton.knobs.re``) reaches past its top-level module and outside
+    `ALLOWED_NAMESPACES`, resolved against the installed packages (attribute lookups only; nothing of the candidate
+    runs); None where there is none, or where the path does not resolve (then it fails when run)."""
+    names = path.split(".")
+    try:
+        obj = importlib.import_module(names[0])
+    except Exception:  # noqa: BLE001 - not installed here: the import itself is judged by ALLOWED_IMPORTS
+        return None
+    for i in range(1, len(names)):
+        try:  # past a module, no property or descriptor runs (triton.runtime.driver.active would load the driver)
+            obj = getattr(obj, names[i]) if isinstance(obj, types.ModuleType) else inspect.getattr_static(obj, names[i])
+        except Exception:  # noqa: BLE001 - no such attribute
+            return None
+        prefix = ".".join(names[:i + 1])
+        if isinstance(obj, types.ModuleType) and prefix not in ALLOWED_NAMESPACES:
+            return prefix
+    return None
 
 
 def _root_name(node: ast.AST) -> str | None:
@@ -472,7 +613,8 @@ def check_source(files: dict[str, str], entry_point: str, reference: str) -> lis
             findings.append(Finding(rel, 1, TOO_DEEP))
     for rel, m in modules.items():
         try:
-            findings += _module_findings(rel, m, entry_file, entry_fn, reference_names)
+            findings += _module_findings(rel, m, entry_file, entry_fn, reference_names,
+                                         {Path(r).stem for r in files} - reference_names)
         except RecursionError:  # the visitors recurse over the tree: a tree this deep is refused, not read
             findings.append(Finding(rel, 1, TOO_DEEP))
     unique = {(f.file, f.line, f.what): f for f in findings}
@@ -484,11 +626,11 @@ TOO_DEEP = "the file's syntax tree is nested too deeply for the static check to 
 
 
 def _module_findings(rel: str, m: "_Module", entry_file: str, entry_fn: str,
-                     reference_names: set[str]) -> list[Finding]:
+                     reference_names: set[str], own_modules: set[str] = frozenset()) -> list[Finding]:
     """The static check's findings in one parsed file: its module-level code, and every function reached from the
     entry point (in the entry file) or from module-level code."""
-    checker = _PathChecker(m, reference_names)
-    kernels = _KernelChecker(m, reference_names)
+    checker = _PathChecker(m, reference_names, own_modules)
+    kernels = _KernelChecker(m, reference_names, own_modules)
     kernels.findings, kernels.called = checker.findings, checker.called  # one path, two rule sets
     for stmt in m.tree.body:  # module-level code runs at import
         checker.visit(stmt)
