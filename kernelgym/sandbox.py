@@ -648,8 +648,10 @@ class UnsandboxedRunner(_Backend):
 
     def __post_init__(self):
         super().__post_init__()
+        # Located here, not at the caller: an env makes several runners (env, workspace, grader), and Python's default
+        # filter shows a warning once per location, so the user reads it once.
         warnings.warn("kernelgym: sandboxing is OFF (sandbox='none'): agent commands run unisolated, with network "
-                      "access and your files reachable. Use only with trusted policies.", stacklevel=3)
+                      "access and your files reachable. Use only with trusted policies.", stacklevel=1)
 
     def _env(self, extra: dict[str, str] | None) -> dict[str, str]:
         # No private /tmp here: keep the Triton cache in the workspace.

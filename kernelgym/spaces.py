@@ -60,6 +60,10 @@ def to_observation_text(text: str, max_chars: int = MAX_OBS_CHARS) -> str:
 MAX_CMD_BYTES = 131072
 
 
+#: Every field an action may carry (which ones matter depends on its kind).
+_FIELDS = ("kind", "cmd", "path", "content", "old", "new", "config", "truncate")
+
+
 class ActionError(ValueError):
     """The action is malformed; its message becomes the observation."""
 
@@ -115,6 +119,10 @@ def _parse_action(action: Any) -> Action:
     if not isinstance(kind, str) or str.__str__(kind) not in ACTION_KINDS:
         raise ActionError(f"unknown action kind {kind!r}; expected one of {', '.join(ACTION_KINDS)}")
     kind = str.__str__(kind)
+    unknown = [k for k in action if not (isinstance(k, str) and str.__str__(k) in _FIELDS)]
+    if unknown:  # a misspelt field (`"contents"`) would otherwise be read as left out
+        raise ActionError(f"unknown action field(s) {', '.join(repr(k) for k in unknown[:5])}; the fields are "
+                          f"{', '.join(_FIELDS)}")
     fields = {}
     for name in ("cmd", "path", "content", "old", "new"):
         value = action.get(name, "")

@@ -82,7 +82,7 @@ def test_tools_are_the_action_kinds_in_every_sdk_form():
     ("shell", '{"cmd": "ls"', "not valid JSON"),                # cut-off JSON text
     ("shell", "[1, 2]", "must be a dict or a JSON object"),     # JSON, not an object
     ("shell", 7, "must be a dict or a JSON object"),
-    ("shell", {"command": "ls"}, "needs a non-empty 'cmd'"),    # a wrong field name
+    ("shell", {"command": "ls"}, r"unknown action field\(s\) 'command'"),  # a wrong field name
     ("write_file", {"path": "k.py", "content": 5}, "'content' must be a string"),
     ("rm_rf", {}, "unknown action kind 'rm_rf'"),               # no such tool
     ("profile", {"config": "zero"}, "'config' must be a non-negative integer"),

@@ -126,3 +126,9 @@ def test_a_left_out_field_is_an_error_not_an_empty_one(action, missing):
     with pytest.raises(ActionError, match=f"needs a '{missing}' field"):
         parse_action(action)
     assert parse_action({**action, missing: ""}).kind == action["kind"]  # given empty: a deliberate empty value
+
+
+def test_an_unknown_field_is_an_error_not_ignored():
+    from kernelgym.spaces import ActionError, parse_action
+    with pytest.raises(ActionError, match=r"unknown action field\(s\) 'contents'"):
+        parse_action({"kind": "write_file", "path": "kernel.py", "contents": "x"})

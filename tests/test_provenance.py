@@ -287,3 +287,26 @@ def test_honest_code_the_second_review_found_refused_now_passes():
            "    return BLOCK_SIZE\n")
     assert "RCP_LN2 * BLOCK_SIZE" in src
     assert findings(src) == []
+
+
+# A third review's bypasses.
+@pytest.mark.parametrize("src, expected", [
+    ("import typing\n" + BASE, "imports `typing`"),  # typing.get_type_hints evaluates string annotations
+    ("from typing import get_type_hints\n" + BASE, "imports `typing`"),
+    (BASE.replace(RET, "    b = _c().cr_frame.f_builtins\n" + RET) + "\n\nasync def _c():\n    pass\n", "reaches `cr_frame`"),
+    (BASE.replace(RET, "    x = x.float()\n" + RET) + "\n\ndef _decoy():\n    from math import pi as x\n", "`.float()`"),
+    (BASE.replace(RET, "    f = x.multiply\n" + RET), "takes the tensor method `.multiply` as a value"),
+    (BASE.replace(RET, "    y = y.add(x)\n" + RET), "calls `.add()`"),
+    ("import os\n" + BASE.replace(RET, "    s = '{0.__globals__}'.format(os.path.join)\n" + RET), "calls `.format()`"),
+    ("import os\n" + BASE.replace(RET, "    e = os.path.expandvars('$LD_PRELOAD')\n" + RET), "reaches `os.path.expandvars`"),
+    (BASE.replace(RET, "    c = triton.runtime.RedisRemoteCacheBackend\n" + RET), "reaches `triton.runtime.RedisRemoteCacheBackend`"),
+    (BASE.replace(RET, "    c = triton.compile\n" + RET), "reaches `.compile`"),
+])
+def test_the_third_reviews_bypasses_are_refused(src, expected):
+    assert any(expected in f for f in findings(src)), findings(src)
+
+
+def test_what_a_wrapper_needs_of_os_path_and_the_driver_passes():
+    src = "import os\n" + BASE.replace(RET, "    p = os.path.join(os.path.dirname('a/b'), 'c')\n"
+                                             "    d = triton.runtime.driver.active.get_current_device()\n" + RET)
+    assert findings(src) == []

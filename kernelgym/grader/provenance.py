@@ -84,7 +84,9 @@ OS_HOST = frozenset({"environ", "environb", "getenv", "getenvb", "putenv", "unse
 #: Attributes that reach an object's innards (its class, its module's globals, its frame): refused on the path.
 INTROSPECTION = frozenset({"__dict__", "__globals__", "__builtins__", "__subclasses__", "__class__", "__bases__",
                            "__mro__", "__code__", "__closure__", "__func__", "__self__", "__getattribute__",
-                           "_getframe", "f_back", "f_globals", "f_locals", "gi_frame"})
+                           "_getframe", "f_back", "f_globals", "f_locals", "f_builtins", "f_code", "f_trace",
+                           "gi_frame", "gi_code", "gi_yieldfrom", "cr_frame", "cr_code", "cr_await", "ag_frame",
+                           "ag_code", "ag_await", "tb_frame", "tb_next"})
 #: Methods a wrapper may call on anything that is not a module: allocation, views, shapes, and Python's containers.
 #: Every other method call is refused (a deny-list of computing tensor methods cannot keep up with PyTorch).
 METHOD_ALLOWED = frozenset({
@@ -92,8 +94,8 @@ METHOD_ALLOWED = frozenset({
     "new_empty", "new_zeros", "new_ones", "new_full", "unsqueeze", "squeeze", "flatten", "view_as", "expand",
     "expand_as", "reshape_as", "permute", "transpose", "t", "narrow", "select", "unbind", "split", "chunk", "storage_offset",
     "get_device", "fill_", "zero_", "is_floating_point", "dtype", "__init__",
-    "append", "extend", "insert", "get", "items", "keys", "values", "setdefault", "pop", "update", "format", "join",
-    "startswith", "endswith", "lower", "upper", "strip", "index", "count", "add", "copy", "run", "warmup", "cdiv",
+    "append", "extend", "insert", "get", "items", "keys", "values", "setdefault", "pop", "update", "join",
+    "startswith", "endswith", "lower", "upper", "strip", "index", "count", "copy", "run", "warmup", "cdiv",
 })
 #: os functions refused on the path, for the same reason.
 OS_PROCESS = frozenset({"fork", "forkpty", "system", "popen", "kill", "killpg", "_exit", "posix_spawn", "posix_spawnp",
@@ -105,12 +107,11 @@ KERNEL_DECORATORS = frozenset({"jit", "autotune", "heuristics"})
 #: attributes of it (``os.sys.modules``, ``triton.runtime.cache.os.environ``, ``triton.testing.subprocess``), so the
 #: names refused as names are refused as attributes too.
 REACH_ATTRIBUTES = (DYNAMIC | PROCESS_MODULES | {"os", "modules", "environ", "environb", "getenv", "putenv", "system",
-                                                 "popen", "open"}) - {"type", "compile"}
+                                                 "popen", "open"}) - {"type"}
 #: Modules a candidate's file may import (and their submodules): what a kernel file needs. Every other import is
 #: refused: a deny-list cannot keep up with the standard library (linecache, fileinput and _io read files) or with
 #: packages that import torch themselves (functorch.torch).
-ALLOWED_IMPORTS = frozenset({"torch", "triton", "math", "typing", "__future__", "functools", "dataclasses", "enum",
-                             "itertools", "collections", "os"})
+ALLOWED_IMPORTS = frozenset({"torch", "triton", "math", "__future__", "os"})
 #: The modules a chain of attributes rooted at an import may pass through or end at (besides the imported module
 #: itself): modules import other modules, which are then their attributes (``triton.knobs.re.enum.bltns`` is
 #: builtins, ``os.sys`` is sys), so a chain is resolved against the installed modules, and every module it reaches
@@ -120,6 +121,10 @@ ALLOWED_NAMESPACES = frozenset({
     "triton.language.extra.cuda", "triton.language.extra.cuda.libdevice", "triton.language.extra.hip",
     "triton.language.extra.hip.libdevice", "triton.runtime", "os.path",
 })
+#: Namespaces of `ALLOWED_NAMESPACES` whose names are an allow-list too: ``triton.runtime`` only for its driver (the
+#: device's properties), ``os.path`` only for joining names (expandvars reads the environment, exists stats files).
+NAMESPACE_NAMES = {"triton.runtime": frozenset({"driver"}),
+                   "os.path": frozenset({"join", "basename", "dirname", "splitext", "split", "normpath", "sep"})}
 #: Builtins whose use as a value (``G = getattr``, ``def f(g=getattr)``) would hide a call the check reads by name.
 NOT_AS_VALUES = frozenset({"getattr", "hasattr"})
 #: Builtins a kernel body may call: Triton's frontend accepts these (the rest of a kernel's calls are ``tl``/triton
@@ -160,7 +165,9 @@ class _Module:
         self.torch_names: dict[str, str] = {}  # local name -> dotted torch path ("torch", "torch.nn.functional")
         self.triton_names: dict[str, str] = {}  # local name -> dotted triton path ("triton", "triton.jit")
         self.os_names: set[str] = set()  # local names bound to the os module
-        for node in ast.walk(self.tree):
+        # Module-level imports only: an import inside a function binds a local name (a decoy function's `from math
+        # import pi as x` would otherwise make every `x.float()` a module call).
+        for node in _module_level(self.tree):
             if isinstance(node, (ast.Import, ast.ImportFrom)):
                 self.module_names.update((a.asname or a.name).split(".")[0] for a in node.names)
             if isinstance(node, ast.Import):
@@ -307,6 +314,7 @@ class _PathChecker(ast.NodeVisitor):
 
     def __init__(self, module: _Module, reference_names: set[str], own_modules: set[str] = frozenset()):
         self.m, self.reference_names, self.own_modules = module, reference_names, set(own_modules)
+        self._call_funcs: set[int] = set()  # the attribute nodes that are called (`x.view(...)`, not `f = x.mul`)
         self.findings: list[Finding] = []
         self.called: set[str] = set()
 
@@ -410,6 +418,8 @@ class _PathChecker(ast.NodeVisitor):
             return  # the chain is judged whole
         if self._module_chain(node):
             return
+        if id(node) not in self._call_funcs and node.attr in _tensor_methods() - METHOD_ALLOWED:
+            self.add(node, f"takes the tensor method `.{node.attr}` as a value (a call of it is judged by name)")
         self.generic_visit(node)
 
     def _attribute_name(self, node: ast.Attribute) -> None:
@@ -446,7 +456,14 @@ class _PathChecker(ast.NodeVisitor):
             self.add(node, f"reaches `{path}` (a private name of a module)")
         elif path.split(".")[0] not in self.own_modules:
             module = _module_in_chain(path)
-            if module is not None:
+            names = path.split(".")
+            narrowed = next((".".join(names[:i + 1]) for i in range(1, len(names)) if
+                             ".".join(names[:i]) in NAMESPACE_NAMES and names[i] not in NAMESPACE_NAMES[".".join(names[:i])]),
+                            None)
+            if narrowed is not None:
+                self.add(node, f"reaches `{narrowed}` (of {narrowed.rpartition('.')[0]}, only "
+                               f"{', '.join(sorted(NAMESPACE_NAMES[narrowed.rpartition('.')[0]]))} may be used)")
+            elif module is not None:
                 self.add(node, f"reaches the module `{module}` through `{path}` (a module's imports are its attributes;"
                                f" a chain may pass only through {', '.join(sorted(ALLOWED_NAMESPACES))})")
         return True
@@ -473,6 +490,7 @@ class _PathChecker(ast.NodeVisitor):
 
     def visit_Call(self, node):
         f = node.func
+        self._call_funcs.add(id(f))
         if isinstance(f, ast.Name) and f.id in ("getattr", "setattr", "vars", "hasattr") and node.args:
             root = node.args[0]
             name = node.args[1] if len(node.args) > 1 else None
@@ -558,6 +576,19 @@ class _KernelChecker(_PathChecker):
         if isinstance(node.ctx, ast.Load) and node.id not in self.locals and node.id not in self.m.kernel_globals:
             self.add(node, f"reads `{node.id}` inside a kernel: a kernel reads its parameters, its own names, modules, "
                            f"Triton, its file's functions and constant globals (as Triton compiles it)")
+
+
+_TENSOR_METHODS: frozenset[str] | None = None
+
+
+def _tensor_methods() -> frozenset[str]:
+    """The public methods of ``torch.Tensor`` (read once from the installed torch)."""
+    global _TENSOR_METHODS
+    if _TENSOR_METHODS is None:
+        import torch
+        _TENSOR_METHODS = frozenset(n for n in dir(torch.Tensor)
+                                    if not n.startswith("_") and callable(getattr(torch.Tensor, n, None)))
+    return _TENSOR_METHODS
 
 
 def _module_in_chain(path: str) -> str | None:
