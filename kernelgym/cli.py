@@ -412,26 +412,25 @@ def run_task(args: argparse.Namespace) -> tuple[int, list[dict], Path]:
     return 0, results, run_dir
 
 
-def positive_int(text: str) -> int:
-    """argparse type: an integer >= 1."""
+def _int_at_least(text: str, minimum: int, wording: str) -> int:
+    """`text` as an integer of at least `minimum` for argparse; `wording` says the bound in the error."""
     try:
         value = int(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    if value < minimum:
+        raise argparse.ArgumentTypeError(f"{wording}, got {value}")
     return value
+
+
+def positive_int(text: str) -> int:
+    """argparse type: an integer >= 1."""
+    return _int_at_least(text, 1, "must be at least 1")
 
 
 def non_negative_int(text: str) -> int:
     """argparse type: an integer >= 0 (Gymnasium's seeds)."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must be 0 or more, got {value}")
-    return value
+    return _int_at_least(text, 0, "must be 0 or more")
 
 
 def hardware_roots(args: argparse.Namespace):

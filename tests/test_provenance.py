@@ -310,3 +310,11 @@ def test_what_a_wrapper_needs_of_os_path_and_the_driver_passes():
     src = "import os\n" + BASE.replace(RET, "    p = os.path.join(os.path.dirname('a/b'), 'c')\n"
                                              "    d = triton.runtime.driver.active.get_current_device()\n" + RET)
     assert findings(src) == []
+
+
+@pytest.mark.parametrize("src", [
+    "import math as s\n" + BASE.replace(RET, "    s = x * x\n    m = s.mean(-1)\n" + RET),  # a local shadows it
+    "import math as T\n" + BASE.replace("import triton\n", "import triton\nif False:\n    import triton as T\n", 1),
+])
+def test_an_imported_name_bound_otherwise_is_refused(src):
+    assert any("both by an import and otherwise" in f for f in findings(src)), findings(src)

@@ -167,6 +167,7 @@ class _Module:
         self.os_names: set[str] = set()  # local names bound to the os module
         # Module-level imports only: an import inside a function binds a local name (a decoy function's `from math
         # import pi as x` would otherwise make every `x.float()` a module call).
+        import_binds: dict[str, set[str]] = {}  # every path each name is imported as, and where
         for node in _module_level(self.tree):
             if isinstance(node, (ast.Import, ast.ImportFrom)):
                 self.module_names.update((a.asname or a.name).split(".")[0] for a in node.names)
@@ -175,9 +176,11 @@ class _Module:
                     local = a.asname or a.name.split(".")[0]
                     self.import_paths[local] = a.name if a.asname else a.name.split(".")[0]
                     self.plain_modules.add(local)
+                    import_binds.setdefault(local, set()).add(self.import_paths[local])
             elif isinstance(node, ast.ImportFrom) and node.module:
                 for a in node.names:
                     self.import_paths[a.asname or a.name] = f"{node.module}.{a.name}"
+                    import_binds.setdefault(a.asname or a.name, set()).add(f"{node.module}.{a.name}")
             if isinstance(node, ast.Import):
                 for a in node.names:
                     if a.name.split(".")[0] in ("os", "posix"):
@@ -194,6 +197,15 @@ class _Module:
             elif isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] == "torch":
                 for a in node.names:
                     self.torch_names[a.asname or a.name] = f"{node.module}.{a.name}"
+        # A name the rules read as an imported module must be nothing else anywhere in the file: a local `s = x * x`
+        # under `import math as s` would make `s.mean()` a module call, and two imports of one name leave which one
+        # holds to the order the statements run in.
+        bound = {n.id for n in ast.walk(self.tree) if isinstance(n, ast.Name) and isinstance(n.ctx, (ast.Store, ast.Del))}
+        bound |= {n.arg for n in ast.walk(self.tree) if isinstance(n, ast.arg)}
+        bound |= {n.name for n in ast.walk(self.tree)
+                  if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.ExceptHandler)) and n.name}
+        self.rebound_imports = sorted({n for n, paths in import_binds.items() if len(paths) > 1}
+                                      | (set(import_binds) & bound))
         # What a kernel body may read besides its own names, as Triton compiles it: modules, Triton, the file's
         # functions, builtins, and globals that hold constants (Triton takes `tl.constexpr` and dtype globals; the
         # interpreter any). A global bound anywhere to anything else (a list of the wrapper's tensors) is refused.
@@ -663,6 +675,9 @@ def _module_findings(rel: str, m: "_Module", entry_file: str, entry_fn: str,
     checker = _PathChecker(m, reference_names, own_modules)
     kernels = _KernelChecker(m, reference_names, own_modules)
     kernels.findings, kernels.called = checker.findings, checker.called  # one path, two rule sets
+    for name in m.rebound_imports:
+        checker.findings.append(Finding(rel, 1, f"binds `{name}` both by an import and otherwise (the check reads an "
+                                                f"imported name as that module everywhere in the file)"))
     for stmt in m.tree.body:  # module-level code runs at import
         checker.visit(stmt)
     if rel == entry_file and not any(isinstance(st, (ast.FunctionDef, ast.AsyncFunctionDef)) and st.name == entry_fn
