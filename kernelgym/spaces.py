@@ -87,7 +87,8 @@ def parse_action(action: Any) -> Action:
     """Turn a dict, JSON string, space sample or `Action` into a checked `Action`.
 
     Raises:
-        ActionError: not a dict or JSON object, unknown kind, wrong field types, or a required field missing; also
+        ActionError: not a dict or JSON object, unknown kind, wrong field types, a required field missing, or a
+            content, old or new field longer than the action space declares (`MAX_FILE_CHARS` characters); also
             for any other error the action's own objects raise while checked (a key whose ``__eq__`` raises).
     """
     try:
@@ -131,6 +132,12 @@ def _parse_action(action: Any) -> Action:
         value = str.__str__(value)  # a plain str: a subclass could answer `in` or `==` as it likes
         if name in ("cmd", "path") and "\0" in value:  # no command line or file name can hold one
             raise ActionError(f"field {name!r} contains a NUL byte")
+        # The same bound the action space's Text declares for these fields (`action_space`): text past it could
+        # never be a sample of the space, and edit_file could not read the file it makes back.
+        if name in ("content", "old", "new") and len(value) > MAX_FILE_CHARS:
+            raise ActionError(f"field {name!r} is {len(value)} characters; the action space takes at most "
+                              f"{MAX_FILE_CHARS} (kernelgym.spaces.MAX_FILE_CHARS): write a longer file in parts "
+                              f"with a shell command")
         if name == "cmd" and len(value.encode(errors="surrogateescape")) >= MAX_CMD_BYTES:
             raise ActionError(f"field 'cmd' is {len(value.encode(errors='surrogateescape'))} bytes; Linux takes at "
                               f"most {MAX_CMD_BYTES - 1} in one argument: write a script with write_file and run it")

@@ -131,3 +131,24 @@ def test_a_command_too_long_for_linux_says_so(env):
     assert "write a script with write_file" in obs["output"] and not terminated
     obs, *_ = env.step({"kind": "shell", "cmd": "echo " + "y" * 100_000 + " | wc -c"})
     assert "100001" in obs["output"], obs["output"][-300:]
+
+
+def test_file_text_longer_than_the_action_space_declares_is_refused(env):
+    """Issue 22: write_file took content past the Text space's max_length (`MAX_FILE_CHARS`), a file edit_file then
+    refused to read back. The check uses the space's own bound: one character more is refused, the episode goes on,
+    the file is untouched; exactly the bound is written."""
+    from kernelgym.spaces import MAX_FILE_CHARS, action_space
+    assert action_space()["content"].max_length == MAX_FILE_CHARS
+    kernel = env.workspace / "kernel.py"
+    before = kernel.read_bytes()
+    obs, reward, terminated, truncated, info = env.step(
+        {"kind": "write_file", "path": "kernel.py", "content": "#" * (MAX_FILE_CHARS + 1)})
+    assert f"at most {MAX_FILE_CHARS}" in obs["output"] and obs["output"].startswith("error:"), obs["output"]
+    assert info["action_error"] and reward == 0.0 and not terminated and not truncated
+    assert kernel.read_bytes() == before
+    obs, *_ = env.step({"kind": "edit_file", "path": "kernel.py", "old": "import torch",
+                        "new": "x" * (MAX_FILE_CHARS + 1)})
+    assert "field 'new'" in obs["output"] and kernel.read_bytes() == before
+    obs, *_ = env.step({"kind": "write_file", "path": "long.txt", "content": "y" * MAX_FILE_CHARS})
+    assert obs["output"] == f"wrote {MAX_FILE_CHARS} characters to long.txt"
+    assert (env.workspace / "long.txt").stat().st_size == MAX_FILE_CHARS
