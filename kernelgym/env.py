@@ -14,6 +14,7 @@ import gymnasium as gym
 
 from kernelgym.grader import Grade, Grader, GraderConfig
 from kernelgym.grader.files import tree_bytes as workspace_bytes
+from kernelgym.grader.files import tree_usage
 from kernelgym.hardware import HardwareProfile, detect_profile
 from kernelgym.prompt import build_prompt
 from kernelgym.sandbox import Limits, make_sandbox
@@ -25,6 +26,9 @@ from kernelgym.task import Task
 from kernelgym.workspace import create_workspace, resolve_in_workspace
 
 DEFAULT_RUN_DIR = Path(os.environ.get("KERNELGYM_RUN_DIR", "kernelgym-runs"))
+#: Files, directories and links a workspace may hold (`KernelArenaEnv`'s workspace_cap_files): a task's files and a
+#: Triton cache are a few hundred; the byte cap alone let one step make 300,000 empty files (6 MiB counted).
+DEFAULT_WORKSPACE_CAP_FILES = 100_000
 
 
 def check_env_args(render_mode: str | None, max_steps: int) -> None:
@@ -81,7 +85,9 @@ class KernelArenaEnv(gym.Env):
     budgets. command_timeout_s: limit per shell command. grader: `GraderConfig`. render_mode: "ansi".
     tasks_dir: the user's own task folders, searched after the built-in tasks and $KERNELGYM_TASKS_PATH.
     workspace_cap_bytes: disk space the workspace may take (default 4 GiB); an action that leaves it above gets an
-    error note in its observation (each file is also capped at 2 GiB while written).
+    error note in its observation (each file is also capped at 2 GiB while written). workspace_cap_files: files,
+    directories and links the workspace may hold (default 100,000; an empty file costs an inode and no byte); past
+    it, the same error note.
 
     ## Version History
     v0: initial version.
@@ -93,17 +99,19 @@ class KernelArenaEnv(gym.Env):
                  hardware: str | HardwareProfile | None = None, sandbox: str = "bwrap", max_steps: int = 50,
                  max_wall_s: float = 3600.0, command_timeout_s: float = 300.0,
                  grader: GraderConfig | None = None, render_mode: str | None = None,
-                 tasks_dir: str | Path | list[str | Path] | None = None, workspace_cap_bytes: int = 4 << 30):
+                 tasks_dir: str | Path | list[str | Path] | None = None, workspace_cap_bytes: int = 4 << 30,
+                 workspace_cap_files: int = DEFAULT_WORKSPACE_CAP_FILES):
         check_env_args(render_mode, max_steps)
         self.task = task if isinstance(task, Task) else get_task(task, tasks_dir=tasks_dir)
         self.hardware = hardware if isinstance(hardware, HardwareProfile) else detect_profile(hardware)
         self.task.require_supported(self.hardware)  # the task's unsupported_hardware: refused now, with the reason
         self._set_up(run_dir, sandbox, max_steps, max_wall_s, command_timeout_s, render_mode, workspace_cap_bytes,
-                     dataclasses.replace(grader or GraderConfig(), sandbox=sandbox))
+                     dataclasses.replace(grader or GraderConfig(), sandbox=sandbox),
+                     workspace_cap_files=workspace_cap_files)
 
     def _set_up(self, run_dir: str | Path | None, sandbox: str, max_steps: int, max_wall_s: float,
                 command_timeout_s: float, render_mode: str | None, workspace_cap_bytes: int,
-                grader_config: GraderConfig) -> None:
+                grader_config: GraderConfig, workspace_cap_files: int = DEFAULT_WORKSPACE_CAP_FILES) -> None:
         """What every env of this family holds once its task and hardware are known: the run directory, the
         sandbox (refused now, with the fix, if bubblewrap cannot run), the limits, the spaces and the grader's
         configuration (whose sandbox is the env's: the grader sandboxes the candidate as the env sandboxes commands)."""
@@ -114,6 +122,7 @@ class KernelArenaEnv(gym.Env):
         self.max_steps, self.max_wall_s, self.render_mode = max_steps, max_wall_s, render_mode
         self.command_limits = Limits(timeout_s=command_timeout_s)
         self.workspace_cap_bytes = workspace_cap_bytes
+        self.workspace_cap_files = workspace_cap_files
         self.grader_config = grader_config
         self.action_space = action_space()
         self.observation_space = observation_space()
@@ -197,10 +206,15 @@ class KernelArenaEnv(gym.Env):
     def _execute(self, act: Action) -> str:
         output = self._execute_action(act)
         if act.kind in ("shell", "write_file", "edit_file", "profile", "bench"):
-            used = workspace_bytes(self.workspace, self.workspace_cap_bytes)
-            if used > self.workspace_cap_bytes:
-                output += (f"\n[error: the workspace holds over {_size(used)}, more than its cap of "
+            # One walk for both caps: a step that makes 300,000 empty files takes a few MiB and every inode.
+            used = tree_usage(self.workspace, self.workspace_cap_bytes, self.workspace_cap_files)
+            if used.bytes > self.workspace_cap_bytes:
+                output += (f"\n[error: the workspace holds over {_size(used.bytes)}, more than its cap of "
                            f"{_size(self.workspace_cap_bytes)}: remove files (the grader copies only the editable "
+                           f"files)]")
+            if used.entries > self.workspace_cap_files:
+                output += (f"\n[error: the workspace holds over {used.entries} files and directories, more than its "
+                           f"cap of {self.workspace_cap_files}: remove files (the grader copies only the editable "
                            f"files)]")
         return output
 

@@ -216,3 +216,21 @@ def test_b7_grading_dir_disk_fill(tmp_path, require_bwrap):
     assert grade.stages[0].passed and grade.stages[1].passed
     assert "more than the workspace cap" in grade.checks["disk"]
     assert list(work.iterdir()) == []  # removed once graded; the grade keeps the stages' messages
+
+
+def test_b7_grading_dir_many_empty_files(tmp_path, require_bwrap):
+    """Issue 22: empty files take inodes and no bytes; past GraderConfig.grading_dir_cap_files the grade says so."""
+    task_dir = tmp_path / "filler"
+    task_dir.mkdir()
+    (task_dir / "kernel.py").write_text("x = 1\n")
+    (task_dir / "config.yaml").write_text(yaml.safe_dump({
+        "source_file_path": ["kernel.py"], "compile_command": ["python3 -c \"[open(f'e{i}', 'w') for i in range(60)]\""],
+        "correctness_command": ["python3 kernel.py"], "performance_command": ["python3 kernel.py"],
+        "task_type": "triton2triton"}))
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    (ws / "kernel.py").write_text("x = 2\n")
+    grade = ReferenceGrader(load_reference_task(task_dir), detect_profile("cpu-interpreter"), tmp_path / "grading",
+                            GraderConfig(sandbox="bwrap", grading_dir_cap_files=40), cap_bytes=1 << 30).grade(ws)
+    assert grade.stages[0].passed, grade.stages[0].messages
+    assert "more than 40 files and directories" in grade.checks.get("disk", ""), grade.checks

@@ -165,6 +165,13 @@ DEFENCES: tuple[Defence, ...] = (
             "the size walk counts every entry's own allocated blocks, directories and the root included, links not "
             "followed (the reference grader's grading-directory check uses the same walk)",
             "kernelgym.grader.files:tree_bytes", _a("uncounted_directories_fill_disk"), "ci"),
+    Defence("workspace_file_cap", "spending the host's inodes from a shell step with empty files (a review made "
+            "300,000 in one step: the byte cap counted 6 MiB and said nothing)",
+            "the walk that counts the workspace's bytes counts its entries too (files, directories, links; none "
+            "followed), linear and stopping at the caps, and a step that leaves more than workspace_cap_files gets "
+            "an error note, as the byte cap does. Checked after the step, not a quota: a per-sandbox filesystem "
+            "with an inode limit would be one, and needs root",
+            "kernelgym.env:KernelArenaEnv._execute", _a("many_empty_files"), "ci"),
     Defence("unprivileged_sandbox_user", "host root from a sandbox started by root (the default in containers): "
             "reading /etc/shadow, a setuid-root file left in the workspace, uid 0 mapped to host uid 0",
             "started by root, bwrap mounts without a user namespace (one could map only root to the sandbox's user) "
@@ -305,6 +312,12 @@ DEFENCES: tuple[Defence, ...] = (
             "the grade; past GraderConfig.grading_dir_cap_bytes the grade fails correctness. After the run, not a "
             "quota, as the workspace cap",
             "kernelgym.grader.grader:Grader.grade", _a("fill_disk_from_grading_dir"), "ci"),
+    Defence("grading_dir_file_cap", "spending the host's inodes from the candidate's process with empty files in "
+            "its grading directory, which the byte cap barely sees",
+            "the grading directory's entries are counted in the walk that counts its bytes (tree_usage) and "
+            "reported in the grade; past GraderConfig.grading_dir_cap_files the grade fails correctness. After the "
+            "run, not a quota, as the byte cap",
+            "kernelgym.grader.grader:Grader.grade", _a("many_empty_files"), "ci"),
     Defence("kernel_bodies_checked", "Python in a kernel's body (on the CPU interpreter it runs as Python): the "
             "reference imported and the output written through a module-level list of the wrapper's tensors; a "
             "`triton.constexpr_function`, run on the host while a kernel compiles, reached only from a kernel",

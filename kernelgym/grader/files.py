@@ -8,6 +8,7 @@ import shutil
 import stat
 import subprocess
 from pathlib import Path
+from typing import NamedTuple
 
 from kernelgym.grader.untrusted import UntrustedFileError, read_untrusted
 from kernelgym.task import Task
@@ -176,27 +177,50 @@ def remove_tree(path: Path) -> None:
                 pass
 
 
-def tree_bytes(root: Path, stop_above: int) -> int:
-    """Disk space the files and directories under `root` (itself included) take, bytes (allocated blocks: a sparse
-    file counts what it uses), links not followed; the walk stops once the count passes `stop_above` (a huge tree
-    costs no more than the cap says)."""
-    total, stack = 0, [str(root)]
+class TreeUsage(NamedTuple):
+    """What a tree holds: `bytes` of disk (allocated blocks) and `entries` (files, directories, links and the rest
+    under the root, the root itself not counted). Where the walk stopped early (a cap passed), both are lower
+    bounds."""
+
+    bytes: int
+    entries: int
+
+
+def tree_usage(root: Path, stop_above_bytes: int, stop_above_entries: int | None = None) -> TreeUsage:
+    """Disk space and entry count of the tree under `root`, in one walk: bytes are allocated blocks (a sparse file
+    counts what it uses) of every entry, directories and `root` itself included; entries are every name under `root`
+    (an empty file costs an inode and no block). Links are neither followed nor descended; linear in the entries
+    walked, without recursion. The walk stops once bytes pass `stop_above_bytes` or entries pass
+    `stop_above_entries` (None: no entry cap), so a huge tree costs no more than the caps say."""
+    total, entries, stack = 0, 0, [str(root)]
+    max_entries = stop_above_entries if stop_above_entries is not None else float("inf")
     try:
         total += os.lstat(root).st_blocks * 512
     except OSError:
         pass
-    while stack and total <= stop_above:
+    while stack and total <= stop_above_bytes and entries <= max_entries:
         try:
-            entries = list(os.scandir(stack.pop()))
+            listing = os.scandir(stack.pop())
         except OSError:
             continue
-        for entry in entries:
-            try:
-                # Directories count their own blocks too: each takes at least one, and a listing of many long names
-                # takes many, so a tree of empty directories or empty files would otherwise fill the disk uncounted.
-                total += entry.stat(follow_symlinks=False).st_blocks * 512
-                if entry.is_dir(follow_symlinks=False):
-                    stack.append(entry.path)
-            except OSError:
-                continue
-    return total
+        with listing:
+            for entry in listing:
+                entries += 1
+                try:
+                    # Directories count their own blocks too: each takes at least one, and a listing of many long
+                    # names takes many, so a tree of empty directories or empty files would otherwise fill the disk
+                    # uncounted.
+                    total += entry.stat(follow_symlinks=False).st_blocks * 512
+                    if entry.is_dir(follow_symlinks=False):
+                        stack.append(entry.path)
+                except OSError:
+                    pass
+                if total > stop_above_bytes or entries > max_entries:  # one directory of millions stops here too
+                    break
+    return TreeUsage(total, entries)
+
+
+def tree_bytes(root: Path, stop_above: int) -> int:
+    """Disk space the files and directories under `root` (itself included) take, bytes: `tree_usage`'s bytes (the
+    walk stops once the count passes `stop_above`)."""
+    return tree_usage(root, stop_above).bytes

@@ -35,7 +35,7 @@ from kernelgym.errors import TaskSpecError
 from kernelgym.grader import build as builds
 from kernelgym.grader import tracer
 from kernelgym.grader.files import (MAX_EDITABLE_BYTES, copy_candidate, copy_editable, copy_public, copy_regular_files,
-                                    prune_grading_dir, remove_tree, tree_bytes, write_new)
+                                    prune_grading_dir, remove_tree, tree_usage, write_new)
 from kernelgym.grader.provenance import check_cpp_source, check_source
 from kernelgym.grader.observer import (Observation, ObserverError, cross_check, find_ncu, foreign_kernels, ncu_argv,
                                        parse_report, split)
@@ -166,6 +166,10 @@ class GraderConfig:
     """Disk space a grading directory may take: the candidate's process writes there (its outputs, for big tasks a
     few GB). Checked once the harness is done, not a quota: a grade whose directory took more says so in its
     `checks` (``disk``) and fails correctness."""
+    grading_dir_cap_files: int = 100_000
+    """Files, directories and links a grading directory may hold once the harness is done (a grading makes a few
+    dozen; a Triton cache or a build a few hundred more): past it the grade fails correctness, saying so in `checks`
+    (``disk``), as for `grading_dir_cap_bytes`. An empty file costs an inode and no byte."""
     keep_grading_dirs: bool = False
     """Keep each grading directory whole after its grade is read (for debugging a grading: the candidate's outputs
     and whatever it wrote there). By default only the harness's log and result files stay (`prune_grading_dir`)."""
@@ -392,10 +396,15 @@ class Grader:
         check, timed = self._run_candidate(session, problems)
         harness_done = time.monotonic()
         checks = self._checks_planned(provenance)
-        used = tree_bytes(session.gdir, self.config.grading_dir_cap_bytes)
-        checks["disk"] = (f"{used / 2**20:.1f} MiB in the grading directory" if used <= self.config.grading_dir_cap_bytes
-                          else f"failed: the candidate's process filled its grading directory past the cap of "
-                               f"{self.config.grading_dir_cap_bytes / 2**30:g} GiB")
+        # Bytes and entries in one walk: 300,000 empty files take a few MiB and every inode of the host's disk.
+        used = tree_usage(session.gdir, self.config.grading_dir_cap_bytes, self.config.grading_dir_cap_files)
+        checks["disk"] = (f"failed: the candidate's process filled its grading directory past the cap of "
+                          f"{self.config.grading_dir_cap_bytes / 2**30:g} GiB"
+                          if used.bytes > self.config.grading_dir_cap_bytes else
+                          f"failed: the candidate's process left more than {self.config.grading_dir_cap_files} files "
+                          f"and directories in its grading directory (GraderConfig.grading_dir_cap_files)"
+                          if used.entries > self.config.grading_dir_cap_files else
+                          f"{used.entries} files and directories, {used.bytes / 2**20:.1f} MiB in the grading directory")
         compile_stage = self.compile(problems, check, session)
         correct_stage, rows = Stage("correctness", None), [{"config": c} for c in self.configs]
         perf_stage, speedups = Stage("performance", None), None

@@ -14,7 +14,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from kernelgym.env import KernelArenaEnv, check_env_args
+from kernelgym.env import DEFAULT_WORKSPACE_CAP_FILES, KernelArenaEnv, check_env_args
 from kernelgym.errors import UnknownTaskError
 from kernelgym.grader import GraderConfig
 from kernelgym.hardware import HardwareProfile, detect_profile
@@ -69,7 +69,8 @@ class ReferenceTaskEnv(KernelArenaEnv):
                  hardware: str | HardwareProfile | None = None, sandbox: str = "bwrap", max_steps: int = 50,
                  max_wall_s: float = 3600.0, command_timeout_s: float = 300.0,
                  grader: GraderConfig | None = None, render_mode: str | None = None,
-                 tasks_dir: str | Path | list[str | Path] | None = None, workspace_cap_bytes: int = 4 << 30):
+                 tasks_dir: str | Path | list[str | Path] | None = None, workspace_cap_bytes: int = 4 << 30,
+                 workspace_cap_files: int = DEFAULT_WORKSPACE_CAP_FILES):
         check_env_args(render_mode, max_steps)
         found = task if isinstance(task, ReferenceTask) else find_reference_task(str(task), tasks_dir=tasks_dir)
         if found is None:
@@ -80,7 +81,8 @@ class ReferenceTaskEnv(KernelArenaEnv):
         self.hardware = hardware if isinstance(hardware, HardwareProfile) else detect_profile(hardware)
         check_supported(self.task, self.hardware)
         self._set_up(run_dir, sandbox, max_steps, max_wall_s, command_timeout_s, render_mode, workspace_cap_bytes,
-                     dataclasses.replace(grader or GraderConfig(), sandbox=sandbox, warm_worker=False))
+                     dataclasses.replace(grader or GraderConfig(), sandbox=sandbox, warm_worker=False),
+                     workspace_cap_files=workspace_cap_files)
 
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
         super(KernelArenaEnv, self).reset(seed=seed)

@@ -27,7 +27,7 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
-from kernelgym.grader.files import tree_bytes
+from kernelgym.grader.files import tree_usage
 from kernelgym.grader import Grade, GraderConfig
 from kernelgym.grader.grader import NOT_MEASURED_ON_INTERPRETER, Stage
 from kernelgym.grader.files import copy_editable, remove_tree, write_new
@@ -235,7 +235,8 @@ class ReferenceGrader:
         config: `GraderConfig`; its `sandbox` and `measure` are used.
         rounds: performance rounds, baseline and candidate alternating.
         cap_bytes: disk space a grading directory may take (the env's workspace cap); a grade whose directory
-            took more says so in its `checks` (``disk``). None: not checked.
+            took more says so in its `checks` (``disk``). None: not checked. So does one that holds more entries
+            than `GraderConfig.grading_dir_cap_files` (checked always).
     """
 
     def __init__(self, task: ReferenceTask, hardware: HardwareProfile, work_dir: Path,
@@ -264,11 +265,17 @@ class ReferenceGrader:
         gdir = self._new_dir("grading")
         try:
             grade = self._grade_in(gdir, Path(workspace))
-            if self.cap_bytes is not None:
-                used = tree_bytes(gdir, self.cap_bytes)
-                if used > self.cap_bytes:
-                    grade.checks["disk"] = (f"the grading directory took more than the workspace cap of "
-                                            f"{self.cap_bytes} bytes ({used} counted when the walk stopped)")
+            cap_files = self.config.grading_dir_cap_files
+            used = tree_usage(gdir, self.cap_bytes if self.cap_bytes is not None else float("inf"), cap_files)
+            over = []
+            if self.cap_bytes is not None and used.bytes > self.cap_bytes:
+                over.append(f"the grading directory took more than the workspace cap of {self.cap_bytes} bytes "
+                            f"({used.bytes} counted when the walk stopped)")
+            if used.entries > cap_files:
+                over.append(f"the grading directory held more than {cap_files} files and directories "
+                            f"(GraderConfig.grading_dir_cap_files)")
+            if over:
+                grade.checks["disk"] = "; ".join(over)
             return grade
         finally:
             remove_tree(gdir)
