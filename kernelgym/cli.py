@@ -543,7 +543,7 @@ def cmd_unseen(args: argparse.Namespace) -> int:
         table.add_column(col)
     fmt = lambda x: "n/a" if x is None else f"{x:.3f}x"  # noqa: E731
     for r in s["results"]:
-        table.add_row(r["episode"], r["quadrant"], f"{r['original_passed']}/{r['n']}", f"{r['optimized_passed']}/{r['n']}",
+        table.add_row(r["episode"], r.get("claim", r["quadrant"]), f"{r['original_passed']}/{r['n']}", f"{r['optimized_passed']}/{r['n']}",
                       fmt(r["seen_speedup"]), fmt(r["unseen_speedup"]))
     console.print(table)
     console.print("quadrants: " + ", ".join(f"{q} {n}" for q, n in s["quadrants"].items()))
@@ -552,6 +552,11 @@ def cmd_unseen(args: argparse.Namespace) -> int:
                   f"{pct(s['conditional_correctness'])} of tasks, {pct(s['conditional_correctness_configs'])} of configs")
     if s["interpreter"]:
         console.print("[yellow]CPU interpreter: correctness only; unseen speedups not measured.[/]")
+    if s.get("partially_covered"):
+        gaps = {f"{g.get('region') or 'dtype ' + str(g.get('dtype'))} ({g['reason']})"
+                for r in s["results"] for g in r.get("not_covered", [])}
+        console.print(f"[yellow]{s['partially_covered']} of {s['episodes']} episodes covered the config space in part; "
+                      f"not run: {', '.join(sorted(gaps))}. Their quadrants hold on what was covered only.[/]")
     console.print(f"summary: {Path(args.run_dir) / 'unseen_summary.json'}")
     return 0
 

@@ -105,6 +105,8 @@ def test_wrapper_adds_info_and_gates_reward(tmp_path, require_bwrap):
     u = info["unseen"]
     assert u["quadrant"] == "opt_regression" and u["reward_gated"] and reward == 20.0
     assert len(u["configs"]) == 8 and u["unseen_speedup"] is None and u["interpreter"]
+    assert u["gate"] == "gated: opt_regression" and u["covered"] is False and u["coverage"] == "partial"
+    assert u["claim"] == "opt_regression on what was covered" and u["not_covered"][0]["region"] == "elements > 262144"
     assert all(isinstance(r["config"], str) and r["config"].startswith("unseen-") for r in u["configs"])
     env.close()
 
@@ -125,6 +127,11 @@ def test_cli_unseen_replays_a_finished_run(tmp_path, require_bwrap):
     s = json.loads((run_dir / "unseen_summary.json").read_text())
     assert s["quadrants"] == {"both_pass": 1, "opt_regression": 1, "both_fail": 0, "opt_improvement": 0}
     assert s["conditional_correctness"] == 0.5 and "conditional correctness" in out.stdout
+    said = " ".join(out.stdout.split())  # the console wraps long lines
+    assert s["partially_covered"] == 2 and "2 of 2 episodes covered the config space in part" in said
+    assert "elements > 262144 (over the CPU interpreter's budget)" in said
+    assert sorted(r["claim"] for r in s["results"]) == ["both_pass on what was covered",
+                                                        "opt_regression on what was covered"]
     assert "unseen speedups not measured" in out.stdout
 
 
@@ -177,3 +184,51 @@ def test_a_kernel_that_hangs_everywhere_stops_at_the_evaluations_budget(tmp_path
     assert "limit" in errors[0] or "killed" in errors[0], errors[0]
     assert all("budget of 1 s was spent" in e for e in errors[1:]), errors
     assert result["optimized_passed"] == 0
+
+
+def test_not_covered_is_derived_from_the_config_space():
+    """Issue 22: what the interpreter's unseen configs leave out comes from the space, not a fixed list."""
+    from kernelgym.config_space import ConfigSpace
+    from kernelgym.unseen import interpreter_gaps
+    from kernelgym.unseen.generator import INTERPRETER_MAX_ELEMENTS, interpreter_gaps_for_space
+    assert [g["region"] for g in interpreter_gaps(TASK)] == [f"elements > {INTERPRETER_MAX_ELEMENTS}"]
+    matmul = interpreter_gaps(get_task("triton-matmul"))
+    assert {"dtype": "bfloat16", "reason": "the interpreter does not run it for this task"} in matmul
+    small = ConfigSpace(dims={"rows": {"min": 1, "max": 64}, "hidden": {"min": 1, "max": 1024}},
+                        dtypes=["float16", "bfloat16"])
+    assert interpreter_gaps_for_space(small) == []  # 65536 elements at most: the interpreter reaches all of it
+    capped = ConfigSpace(dims={"rows": {"min": 1, "max": 65536}, "hidden": {"min": 1, "max": 65536}},
+                         dtypes=["float16"], max_bytes=3 << 19)  # max_bytes keeps every config under 2^18 elements
+    assert interpreter_gaps_for_space(capped) == []
+    (gap,) = interpreter_gaps_for_space(small.model_copy(update={"dims": capped.dims}))
+    assert gap["reason"] == "over the CPU interpreter's budget" and gap["space_max_elements"] > INTERPRETER_MAX_ELEMENTS
+
+
+def test_a_gpu_evaluation_covers_every_region_the_interpreter_says_what_it_left_out(tmp_path, monkeypatch):
+    from kernelgym.unseen import evaluate as ev
+    row = {"compiled": True, "correct": True, "speedup": 1.5, "time_ms": 1.0, "error": None}
+    monkeypatch.setattr(ev, "_original_results", lambda *a, **k: [dict(row) for _ in a[2]])
+    monkeypatch.setattr(ev, "_grade_each", lambda *a, **k: [dict(row) for _ in a[3]])
+    configs = [{"rows": 3, "hidden": 17, "dtype": "float16", "category": "edge"}] * 2
+    from kernelgym.hardware import all_profiles
+    gpu = evaluate_unseen(TASK, all_profiles()["h200"], tmp_path, configs, tmp_path / "g")
+    assert gpu["not_covered"] == [] and gpu["covered"] and gpu["coverage"] == "full" and gpu["claim"] == "both_pass"
+    cpu = evaluate_unseen(TASK, HW, tmp_path, configs, tmp_path / "c")
+    assert cpu["quadrant"] == "both_pass" and not cpu["covered"] and cpu["claim"] == "both_pass on what was covered"
+
+
+@pytest.mark.parametrize("quadrant_, covered, allow, compiled, expected", [
+    ("both_pass", True, False, True, (False, "passed")),
+    ("both_pass", False, False, True, (True, "gated: coverage partial (not run: elements > 262144; dtype bfloat16)")),
+    ("both_pass", False, True, True, (False, "passed on what was covered")),
+    ("opt_regression", False, True, True, (True, "gated: opt_regression")),
+    ("opt_regression", True, False, False, (False, "not compiled")),
+    ("opt_improvement", False, False, True, (True, "gated: coverage partial (not run: elements > 262144; dtype "
+                                                   "bfloat16)")),
+])
+def test_the_reward_gate_never_passes_on_coverage_it_does_not_have(quadrant_, covered, allow, compiled, expected):
+    from kernelgym.wrappers.unseen import gate_decision
+    gaps = [] if covered else [{"region": "elements > 262144", "reason": "r"}, {"dtype": "bfloat16", "reason": "r"}]
+    result = {"quadrant": quadrant_, "covered": covered, "not_covered": gaps}
+    assert gate_decision(result, compiled, gate_reward=True, allow_partial_coverage=allow) == expected
+    assert gate_decision(result, compiled, gate_reward=False) == (False, "off")

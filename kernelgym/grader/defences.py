@@ -543,4 +543,14 @@ DEFENCES: tuple[Defence, ...] = (
             "achieved bandwidth and FLOP rate (by dtype) are computed from the task's roofline formulas; above the "
             "profile's peak the grading earns no speedup",
             "kernelgym.grader.grader:Grader._above_peak", _a("faster_than_peak"), "ci"),
+    # -- unseen-config evaluation (kernelgym/unseen/, wrappers/unseen.py) -------------------------------------------
+    Defence("unseen_coverage_reported", "a kernel right only where the unseen evaluation runs (zeros above the CPU "
+            "interpreter's 2^18 elements, or for a dtype it does not run) claimed both_pass there, its reward kept "
+            "by the gate",
+            "the evaluation lists what of the config space its configs cannot reach (derived from the space: the "
+            "interpreter's size budget, interpreter_dtypes), claims its quadrant only on what was covered "
+            "(covered False), and the reward gate lets nothing through on partial coverage unless asked to "
+            "(allow_partial_coverage, said in the gate). The attack is invisible on the interpreter; a GPU runs "
+            "every region",
+            "kernelgym.unseen.generator:interpreter_gaps", _a("zeros_where_unseen_is_not_run"), "ci"),
 )

@@ -5,8 +5,8 @@ the original and the optimized kernel run on the same configs; the task lands in
 the headline metric is conditional correctness = P(optimized correct | original correct).
 """
 from kernelgym.unseen.evaluate import QUADRANTS, evaluate_unseen, quadrant
-from kernelgym.unseen.generator import CATEGORIES, generate_unseen_configs
+from kernelgym.unseen.generator import CATEGORIES, generate_unseen_configs, interpreter_gaps
 from kernelgym.unseen.store import private_dir, unseen_configs
 
-__all__ = ["CATEGORIES", "QUADRANTS", "evaluate_unseen", "generate_unseen_configs", "private_dir", "quadrant",
-           "unseen_configs"]
+__all__ = ["CATEGORIES", "QUADRANTS", "evaluate_unseen", "generate_unseen_configs", "interpreter_gaps", "private_dir",
+           "quadrant", "unseen_configs"]

@@ -15,6 +15,7 @@ from kernelgym.backends import backend_path
 from kernelgym.grader.worker import HARNESS_FILES
 from kernelgym.hardware import HardwareProfile
 from kernelgym.task import Task
+from kernelgym.unseen.generator import interpreter_gaps
 
 QUADRANTS = ("both_pass", "opt_regression", "both_fail", "opt_improvement")
 _CONFIG_EXTRAS = ("category", "model")
@@ -99,6 +100,13 @@ def evaluate_unseen(task: Task, hardware: HardwareProfile, workspace: Path, conf
     correct | original correct); None if the original passes none), ``unseen_speedup`` (mean over configs
     where both are correct and time was measured; None on the interpreter), ``seen_speedup`` and
     ``speedup_gap`` (seen - unseen).
+
+    Coverage: ``not_covered`` lists the regions of the task's config space these configs cannot reach and why
+    (`kernelgym.unseen.generator.interpreter_gaps`: on the CPU interpreter, sizes over its budget and dtypes it does
+    not run for the task; empty on a GPU). ``covered`` is True only where it is empty, ``coverage`` is ``"full"`` or
+    ``"partial"``, and ``claim`` is the quadrant as it may be claimed: the quadrant itself when covered, else e.g.
+    ``"both_pass on what was covered"``. The quadrant and the rates are computed over the configs run, so a kernel
+    that returns zeros only where the interpreter never runs lands in both_pass with ``covered`` False.
     """
     base = grader_config or GraderConfig()
     original = _original_results(task, hardware, configs, Path(work_dir) / "original",
@@ -116,7 +124,11 @@ def evaluate_unseen(task: Task, hardware: HardwareProfile, workspace: Path, conf
     both = sum(o and p for o, p in zip(o_ok, p_ok))
     speedups = [r["speedup"] for r in rows if r["speedup"] is not None]
     unseen = statistics.fmean(speedups) if speedups else None
-    return {"configs": rows, "quadrant": quadrant(o_ok, p_ok),
+    not_covered = interpreter_gaps(task) if hardware.interpreter else []
+    quad = quadrant(o_ok, p_ok)
+    return {"configs": rows, "quadrant": quad, "covered": not not_covered,
+            "coverage": "partial" if not_covered else "full", "not_covered": not_covered,
+            "claim": f"{quad} on what was covered" if not_covered else quad,
             "regressions": sum(o and not p for o, p in zip(o_ok, p_ok)),
             "conditional_correctness": both / sum(o_ok) if any(o_ok) else None,
             "original_passed": sum(o_ok), "optimized_passed": sum(p_ok), "n": len(rows),

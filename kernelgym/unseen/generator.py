@@ -101,6 +101,41 @@ def generate_for_space(space: ConfigSpace, seed: int, *, seen: list[dict[str, An
     return configs, gen.log
 
 
+def interpreter_gaps(task: Task) -> list[dict[str, Any]]:
+    """What of `task`'s config space unseen configs drawn for the CPU interpreter never reach (`generate_unseen_configs`
+    with ``interpreter=True``), derived from the space: sizes over `INTERPRETER_MAX_ELEMENTS`, where the space's largest
+    config (every dim at its highest, scaled down to `max_bytes`) is larger, and the dtypes of `dtypes` outside
+    `interpreter_dtypes`. Each gap is a dict: ``{"region": "elements > 262144", "reason": ..., "space_max_elements":
+    n}`` or ``{"dtype": "bfloat16", "reason": ...}``. Empty when the interpreter's configs can reach every region.
+    On a GPU no region is left out (the generator draws from the whole space there)."""
+    spec = task.spec
+    return interpreter_gaps_for_space(spec.config_space, spec.roofline.bytes if spec.roofline else None)
+
+
+def interpreter_gaps_for_space(space: ConfigSpace, roofline_bytes: str | None = None) -> list[dict[str, Any]]:
+    """`interpreter_gaps` of a config space (`roofline_bytes`: the task's roofline bytes formula, which measures a
+    config's elements as the generator does; None: the product of the dims)."""
+    gen = _Generator(space, np.random.default_rng(0), [], [], roofline_bytes, False, None, None)
+    top = {d: r.highest() for d, r in space.dims.items()}
+    largest = 0.0
+    for dtype in space.dtypes:
+        cfg = {**top, "dtype": dtype}
+        try:
+            elements, size = gen._elements(cfg), gen._bytes(cfg)
+        except (ValueError, ArithmeticError, KeyError):  # the highest dims break a derived dim's rule
+            elements = size = float(math.prod(top.values()))
+        # Past max_bytes no config is drawn on a GPU either: the bytes scale about linearly with the elements.
+        largest = max(largest, elements * min(1.0, space.max_bytes / size) if size > 0 else elements)
+    gaps: list[dict[str, Any]] = []
+    if largest > INTERPRETER_MAX_ELEMENTS:
+        gaps.append({"region": f"elements > {INTERPRETER_MAX_ELEMENTS}", "reason": "over the CPU interpreter's budget",
+                     "space_max_elements": int(largest)})
+    run = space.interpreter_dtypes or space.dtypes
+    gaps += [{"dtype": d, "reason": "the interpreter does not run it for this task"} for d in space.dtypes
+             if d not in run]
+    return gaps
+
+
 def _odd_prime_near(v: int, lo: int, hi: int) -> int | None:
     """The largest odd prime in [lo, v], else the smallest in [v, hi], else None."""
     def prime(p: int) -> bool:

@@ -21,7 +21,8 @@ def replay_run(run_dir: Path, seed: int = 0, sandbox: str = "bwrap",
 
     Returns the summary (also written to ``run_dir/unseen_summary.json``): quadrant counts, conditional
     correctness = P(optimized passes all unseen configs | original passes all) over episodes, the same over
-    configs, and mean seen versus unseen speedup.
+    configs, mean seen versus unseen speedup, and ``partially_covered``: how many episodes' evaluations left part
+    of the config space out (each result's ``not_covered`` says what; every one on the CPU interpreter).
 
     Raises:
         FileNotFoundError: `run_dir` holds no graded episodes.
@@ -63,6 +64,9 @@ def replay_run(run_dir: Path, seed: int = 0, sandbox: str = "bwrap",
         "seen_speedup_mean": statistics.fmean(seen_sp) if seen_sp else None,
         "unseen_speedup_mean": statistics.fmean(unseen_sp) if unseen_sp else None,
         "interpreter": any(r["interpreter"] for r in results),
+        # Quadrant counts are over the configs run: episodes whose evaluation left part of the space out are
+        # counted here, so a both_pass among them reads "both_pass on what was covered".
+        "partially_covered": sum(not r.get("covered", True) for r in results),
         "results": results,
     }
     (run_dir / "unseen_summary.json").write_text(json.dumps(summary, indent=1, default=str))
