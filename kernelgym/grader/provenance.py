@@ -1,706 +1,704 @@
-"""Static provenance check: the candidate's Python must leave the computing to its own kernels.
+"""Static provenance check: the candidate's files must leave the computing to its own kernels.
 
-Run by the trusted parent on the editable files copied into the grading directory, before any candidate code runs.
-It reads the syntax tree (never regular expressions: an alias or a string concatenation does not slip through a
-name check), starting from the entry point: module-level code of every editable Python file (it runs at import),
-the entry function, and every function of those files it reaches by name. On that path it refuses:
+Run on the editable files copied into the grading directory, before any candidate code runs, in a sandboxed process
+of its own under a time limit (`kernelgym/grader/static_check.py`; ``python provenance.py IN OUT`` is that process's
+entry point). It reads syntax trees only: nothing the candidate names is imported, evaluated or run, and names are
+resolved against lists known ahead (`allowed_names.py` and the tables below), never against installed modules.
 
-- torch attributes outside `TORCH_ALLOWED` (allocation, dtypes, devices, streams): ``torch.matmul``, ``torch.sum``,
-  ``torch.nn.functional.*``, ``torch.ops.*``; also through an alias (``import torch as T``, ``from torch import
-  matmul``, ``F = torch.nn.functional``) and ``getattr(torch, ...)``;
-- tensor methods that compute (`COMPUTE_METHODS`: ``x.sum()``, ``x @ w`` as `ast.MatMult`, ``x.float()``);
-- any import of, or file access naming, the task's reference module (the answer itself).
+The whole file is judged, not what is reachable by name from the entry point: every function, class, decorator,
+default, annotation and module-level statement of every editable Python file is held to the rules of `RULES`, a
+registry of named rules, each with what it refuses, why, an example it refuses and an honest twin it lets pass
+(tests/test_provenance.py runs every one), and the attack file that grades the attack end to end. Functions decorated
+with ``triton.jit``/``autotune``/``heuristics`` are kernels, held to what Triton compiles (on the CPU interpreter a
+kernel's body runs as Python); everything else is host code, which may allocate, view, reshape and launch, and call
+nothing that computes. The check is one pass over each tree (an explicit stack, no recursion): linear in the file's
+size.
 
-Kernels (functions decorated with ``triton.jit``/``triton.autotune``/``triton.heuristics``) are held to what Triton
-compiles (`_KernelChecker`): on the CPU interpreter their bodies run as Python, so a kernel that imports the reference
-or reads a module-level global other than a constant is refused; their ``tl.*`` code is the candidate's own work.
-Imports are an allow-list (`ALLOWED_IMPORTS`: torch, triton, math, ... and the candidate's own files). A module's own
-imports are its attributes (``os.sys``, ``triton.knobs.re.enum.bltns`` is builtins), so an attribute chain rooted at an
-import is resolved against the installed modules and may reach no module outside `ALLOWED_NAMESPACES`, no private name,
-and none of the names refused by name (`REACH_ATTRIBUTES`); a module, ``getattr`` or ``hasattr`` passed around as a
-value is refused. What this cannot see (code built at run time from strings, ``exec``,
-``__import__``) is refused by name too (`DYNAMIC`). The check is a first line: on a GPU an outside observer lists
-the kernels that actually ran (a later part of the provenance work); on the CPU interpreter this is the only check
-besides the launch counter, and the grade says so.
+What it cannot see, a tensor expression on the host (``y[:] = x * w``, ``out[...] = w[ids]``), is for the dynamic
+check of the harness where no outside observer runs (every PyTorch operator of a checked call is recorded), and for
+the outside observer on NVIDIA GPUs. C++ and CUDA sources (`check_cpp_source`) are read as tokens.
 
-C++ and CUDA sources (`check_cpp_source`) are read as tokens, comments and strings removed: ``torch::``/``at::``
-names outside allocation, types and streams, and computing tensor methods, are refused anywhere in them.
+Standard library only: this file is loaded by path in the check's sandbox, with `allowed_names.py` beside it.
 """
 from __future__ import annotations
 
 import ast
-import importlib
-import inspect
-import types
+import importlib.util
+import json
+import os
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-#: torch attributes the entry point's path may use: allocation, dtypes, devices, shapes, streams and events.
+
+def _sibling(name: str):
+    """The module ``<name>.py`` beside this file, loaded by path (the check's sandbox imports no kernelgym)."""
+    spec = importlib.util.spec_from_file_location(f"kernelgym_static_{name}", Path(__file__).with_name(f"{name}.py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+_names = _sibling("allowed_names")
+
+#: torch attributes host code may use: allocation, dtypes, devices, shapes, streams and events.
 TORCH_ALLOWED = frozenset({
     "empty", "empty_like", "empty_strided", "zeros", "zeros_like", "ones", "ones_like", "full", "full_like",
     "Tensor", "Size", "dtype", "device", "Generator", "cuda", "float16", "half", "bfloat16", "float32", "float",
     "float64", "double", "int8", "uint8", "int16", "int32", "int64", "long", "int", "bool", "float8_e4m3fn",
     "float8_e5m2", "float8_e4m3fnuz", "float8_e5m2fnuz", "is_tensor", "is_floating_point", "finfo", "iinfo",
-    "get_default_dtype", "no_grad", "inference_mode", "library", "version", "__version__", "Stream", "Event",
+    "get_default_dtype", "no_grad", "inference_mode", "Stream", "Event",
 })
-#: torch.cuda attributes allowed (streams, devices, properties): ``torch.cuda.<name>``.
+#: torch.cuda attributes allowed (streams, devices, properties).
 TORCH_CUDA_ALLOWED = frozenset({
     "current_stream", "default_stream", "stream", "Stream", "Event", "current_device", "device", "get_device_properties",
     "get_device_capability", "is_available", "device_count", "synchronize",
 })
-#: Tensor methods that compute: on the entry point's path they mean the output is computed by PyTorch.
-COMPUTE_METHODS = frozenset({
-    "sum", "mean", "max", "min", "amax", "amin", "prod", "var", "std", "norm", "matmul", "mm", "bmm", "mv", "dot",
-    "addmm", "baddbmm", "einsum", "softmax", "log_softmax", "exp", "exp2", "log", "log2", "sqrt", "rsqrt", "pow",
-    "square", "abs", "neg", "reciprocal", "mul", "mul_", "add_", "sub", "sub_", "div", "div_", "relu", "sigmoid",
-    "tanh", "gelu", "silu", "erf", "cumsum", "cumprod", "topk", "argsort", "argmax", "argmin", "gather",
-    "scatter", "scatter_add", "index_select", "masked_fill", "where", "clamp", "clip", "float", "half", "bfloat16",
-    "double", "to", "type", "type_as", "clone", "copy_", "logsumexp", "softplus", "lerp", "addcmul", "addcdiv",
-    "maximum", "minimum", "floor", "ceil", "round", "sign", "cos", "sin", "triu", "tril", "outer", "kron",
-    "index_add", "index_copy", "index_put", "index_put_", "masked_scatter", "repeat", "repeat_interleave", "flip",
-    "roll", "nonzero", "unique", "cross", "histc", "bincount",
-})
-# Left out though tensors have them, because Python's own containers share the name and a wrapper may use those:
-# add, sort, all, any, count, index. Their torch forms (torch.sort, ...) are refused as torch attributes.
-#: Names that run code built at run time: refused on the path.
-DYNAMIC = frozenset({"exec", "eval", "compile", "__import__", "importlib", "builtins", "__builtins__", "globals",
-                     "locals", "vars", "runpy", "pkgutil", "zipimport", "pickle", "marshal", "operator", "sys",
-                     "numpy", "type", "setattr", "delattr"})
-#: Modules a kernel wrapper has no use for, which reach the grader's process, its memory or its files from the side:
-#: refused on the path (a forked helper that rewrites the outputs after the harness saved them, a thread that works
-#: while the baseline is timed, a walk of the garbage collector for the expected tensors).
-PROCESS_MODULES = frozenset({"subprocess", "ctypes", "_ctypes", "multiprocessing", "threading", "_thread", "signal",
-                             "_signal", "gc", "inspect", "mmap", "pty", "concurrent", "asyncio", "_posixsubprocess",
-                             "posix", "io", "shutil", "tempfile", "pathlib", "glob", "base64", "codecs", "socket",
-                             "urllib", "http"})
-#: Names that read or write the host's files or environment: refused on the path. A kernel wrapper needs neither, and
-#: both tell one grading process from another (the observed run is a second process, with the profiler injected),
-#: which would let a candidate be honest only while observed; `open` also writes into Triton's cache.
-HOST_NAMES = frozenset({"open", "__file__", "input", "breakpoint"})
-#: os attributes refused on the path, for the same reason (os.path stays: joining names tells nothing).
-OS_HOST = frozenset({"environ", "environb", "getenv", "getenvb", "putenv", "unsetenv", "walk", "listdir", "scandir",
-                     "remove", "unlink", "rename", "replace", "makedirs", "mkdir", "rmdir", "open", "write", "read",
-                     "fdopen", "stat", "lstat", "readlink", "symlink", "link", "chmod", "getpid", "getppid"})
-#: Attributes that reach an object's innards (its class, its module's globals, its frame): refused on the path.
-INTROSPECTION = frozenset({"__dict__", "__globals__", "__builtins__", "__subclasses__", "__class__", "__bases__",
-                           "__mro__", "__code__", "__closure__", "__func__", "__self__", "__getattribute__",
-                           "_getframe", "f_back", "f_globals", "f_locals", "f_builtins", "f_code", "f_trace",
-                           "gi_frame", "gi_code", "gi_yieldfrom", "cr_frame", "cr_code", "cr_await", "ag_frame",
-                           "ag_code", "ag_await", "tb_frame", "tb_next"})
-#: Methods a wrapper may call on anything that is not a module: allocation, views, shapes, and Python's containers.
+#: Every module a kernel file may import or reach, and what of each: ``namespace -> names``. A name that is itself a
+#: key here is a namespace (a module), reached only through its own names; every other name is a leaf, the end of a
+#: chain. A chain of attributes rooted at an imported name is resolved against this table and nothing else.
+MODULE_NAMES: dict[str, frozenset[str]] = {
+    "torch": TORCH_ALLOWED,
+    "torch.cuda": TORCH_CUDA_ALLOWED,
+    "triton": frozenset({"jit", "autotune", "heuristics", "Config", "cdiv", "next_power_of_2", "language", "runtime",
+                         "constexpr_function"}),
+    "triton.runtime": frozenset({"driver"}),
+    "triton.runtime.driver": frozenset({"active"}),
+    "triton.runtime.driver.active": frozenset({"get_current_device", "get_current_target", "utils"}),
+    "triton.runtime.driver.active.utils": frozenset({"get_device_properties"}),
+    "triton.language": _names.TL_NAMES | {"math", "extra"},
+    "triton.language.math": _names.TL_MATH_NAMES,
+    "triton.language.extra": frozenset({"libdevice", "cuda", "hip"}),
+    "triton.language.extra.libdevice": _names.LIBDEVICE_NAMES,
+    "triton.language.extra.cuda": _names.TL_EXTRA_CUDA_NAMES | {"libdevice"},
+    "triton.language.extra.cuda.libdevice": _names.CUDA_LIBDEVICE_NAMES,
+    "triton.language.extra.hip": _names.TL_EXTRA_HIP_NAMES | {"libdevice"},
+    "triton.language.extra.hip.libdevice": _names.HIP_LIBDEVICE_NAMES,
+    "math": _names.MATH_NAMES,
+    "os": frozenset({"path"}),
+    "os.path": frozenset({"join", "basename", "dirname", "splitext", "split", "normpath", "sep"}),
+    "typing": frozenset({"Optional", "Union", "Tuple", "List", "Dict", "Any", "Sequence"}),
+    "__future__": frozenset({"annotations"}),
+}
+#: Methods host code may call on anything that is not a module: allocation, views, shapes, and Python's containers.
 #: Every other method call is refused (a deny-list of computing tensor methods cannot keep up with PyTorch).
 METHOD_ALLOWED = frozenset({
     "view", "reshape", "contiguous", "stride", "size", "numel", "dim", "data_ptr", "is_contiguous", "element_size",
     "new_empty", "new_zeros", "new_ones", "new_full", "unsqueeze", "squeeze", "flatten", "view_as", "expand",
-    "expand_as", "reshape_as", "permute", "transpose", "t", "narrow", "select", "unbind", "split", "chunk", "storage_offset",
-    "get_device", "fill_", "zero_", "is_floating_point", "dtype", "__init__",
+    "expand_as", "reshape_as", "permute", "transpose", "t", "narrow", "select", "unbind", "split", "chunk",
+    "storage_offset", "get_device", "fill_", "zero_", "is_floating_point", "__init__",
     "append", "extend", "insert", "get", "items", "keys", "values", "setdefault", "pop", "update", "join",
-    "startswith", "endswith", "lower", "upper", "strip", "index", "count", "copy", "run", "warmup", "cdiv",
+    "startswith", "endswith", "lower", "upper", "strip", "index", "count", "copy", "run", "warmup",
 })
-#: os functions refused on the path, for the same reason.
-OS_PROCESS = frozenset({"fork", "forkpty", "system", "popen", "kill", "killpg", "_exit", "posix_spawn", "posix_spawnp",
-                        "execv", "execve", "execl", "execle", "execlp", "execlpe", "execvp", "execvpe", "spawnv",
-                        "spawnve", "spawnl", "spawnle", "register_at_fork", "pidfd_open"})
-#: Decorators that make a function a kernel (its body is the candidate's own device code).
-KERNEL_DECORATORS = frozenset({"jit", "autotune", "heuristics"})
-#: Attribute names refused anywhere on the path, whatever they are reached from: every module's own imports are
-#: attributes of it (``os.sys.modules``, ``triton.runtime.cache.os.environ``, ``triton.testing.subprocess``), so the
-#: names refused as names are refused as attributes too.
-REACH_ATTRIBUTES = (DYNAMIC | PROCESS_MODULES | {"os", "modules", "environ", "environb", "getenv", "putenv", "system",
-                                                 "popen", "open"}) - {"type"}
-#: Modules a candidate's file may import (and their submodules): what a kernel file needs. Every other import is
-#: refused: a deny-list cannot keep up with the standard library (linecache, fileinput and _io read files) or with
-#: packages that import torch themselves (functorch.torch).
-ALLOWED_IMPORTS = frozenset({"torch", "triton", "math", "__future__", "os"})
-#: The modules a chain of attributes rooted at an import may pass through or end at (besides the imported module
-#: itself): modules import other modules, which are then their attributes (``triton.knobs.re.enum.bltns`` is
-#: builtins, ``os.sys`` is sys), so a chain is resolved against the installed modules, and every module it reaches
-#: must be one of these. An attribute starting with ``_`` is refused anywhere in such a chain.
-ALLOWED_NAMESPACES = frozenset({
-    "triton.language", "triton.language.math", "triton.language.extra", "triton.language.extra.libdevice",
-    "triton.language.extra.cuda", "triton.language.extra.cuda.libdevice", "triton.language.extra.hip",
-    "triton.language.extra.hip.libdevice", "triton.runtime", "os.path",
+#: Tensor attributes host code may read as values: properties, not methods.
+TENSOR_PROPERTIES = frozenset({"shape", "dtype", "device", "ndim", "is_cuda", "itemsize", "T", "mT", "layout",
+                               "is_floating_point", "is_signed", "names", "requires_grad", "nbytes", "data"})
+#: Builtins and module globals refused as names anywhere: they run code built at run time, reach the host's files,
+#: or take an object apart (what the check reads by name they would hide).
+REFUSED_NAMES = frozenset({
+    "exec", "eval", "compile", "__import__", "globals", "locals", "vars", "getattr", "setattr", "delattr", "hasattr",
+    "dir", "type", "open", "input", "breakpoint", "memoryview", "id", "help", "exit", "quit", "copyright", "credits",
+    "license", "__build_class__", "__builtins__", "__loader__", "__spec__", "__file__", "__cached__", "classmethod",
+    "staticmethod", "property",
 })
-#: Namespaces of `ALLOWED_NAMESPACES` whose names are an allow-list too: ``triton.runtime`` only for its driver (the
-#: device's properties), ``os.path`` only for joining names (expandvars reads the environment, exists stats files).
-NAMESPACE_NAMES = {"triton.runtime": frozenset({"driver"}),
-                   "os.path": frozenset({"join", "basename", "dirname", "splitext", "split", "normpath", "sep"})}
-#: Builtins whose use as a value (``G = getattr``, ``def f(g=getattr)``) would hide a call the check reads by name.
-NOT_AS_VALUES = frozenset({"getattr", "hasattr"})
-#: Builtins a kernel body may call: Triton's frontend accepts these (the rest of a kernel's calls are ``tl``/triton
-#: functions, the file's own functions, or methods of the kernel's own values).
+#: Dunder names host code may read (``if __name__ == "__main__":``).
+DUNDER_NAMES_ALLOWED = frozenset({"__name__"})
+#: Dunder attributes any code may reach; every other one takes an object apart (its class, globals, frame).
+DUNDER_ATTRIBUTES_ALLOWED = frozenset({"__init__", "__name__", "__doc__"})
+#: Attributes that reach a frame or a code object without dunders: refused anywhere.
+FRAME_ATTRIBUTES = frozenset({"_getframe", "f_back", "f_globals", "f_locals", "f_builtins", "f_code", "f_trace",
+                              "gi_frame", "gi_code", "gi_yieldfrom", "cr_frame", "cr_code", "cr_await", "ag_frame",
+                              "ag_code", "ag_await", "tb_frame", "tb_next"})
+#: Methods a class of the candidate's may define under a dunder name (the rest change how Python or torch treats an
+#: object: ``__torch_function__``, ``__getattr__``, ``__del__``).
+CLASS_DUNDERS_ALLOWED = frozenset({"__init__", "__call__", "__repr__"})
+#: Decorators a function may carry (resolved through the imports): Triton's. ``constexpr_function`` marks host code
+#: Triton runs while compiling; the others make a kernel.
+KERNEL_DECORATORS = frozenset({"triton.jit", "triton.autotune", "triton.heuristics"})
+DECORATORS_ALLOWED = KERNEL_DECORATORS | {"triton.constexpr_function"}
+#: The modules a kernel body may reach (torch in a kernel's body would compute with PyTorch on the interpreter).
+KERNEL_MODULES = ("triton", "math")
+#: Builtins a kernel body may call: Triton's frontend accepts these.
 KERNEL_BUILTINS = frozenset({"range", "min", "max", "len", "int", "float", "bool", "abs", "print", "isinstance",
                              "tuple", "list", "zip", "enumerate", "str"})
+#: The statements and expressions a kernel body may hold: what Triton's frontend compiles. Nested functions,
+#: classes, lambdas, comprehensions, imports, ``global``, ``try`` and ``with`` are Python only the interpreter runs.
+KERNEL_NODES = (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Expr, ast.If, ast.For, ast.While, ast.Return, ast.Pass,
+                ast.Break, ast.Continue, ast.Assert, ast.BoolOp, ast.BinOp, ast.UnaryOp, ast.IfExp, ast.Compare,
+                ast.Call, ast.Constant, ast.Attribute, ast.Subscript, ast.Name, ast.List, ast.Tuple, ast.Slice,
+                ast.Starred, ast.JoinedStr, ast.FormattedValue, ast.keyword, ast.expr_context, ast.operator,
+                ast.boolop, ast.unaryop, ast.cmpop)
+
+
+@dataclass(frozen=True)
+class Rule:
+    """One rule of the static check: what it refuses and why, an example it refuses and an honest twin it passes
+    (each a whole ``kernel.py`` whose entry point is ``run``, reference ``reference.py``), and the attack file that
+    grades the attack end to end."""
+
+    name: str
+    refuses: str
+    rationale: str
+    example: str
+    honest: str
+    attack: str
+
+
+_H = "import torch\nimport triton\nimport triton.language as tl\n\n"
+_K = ("@triton.jit\ndef copy_kernel(x_ptr, y_ptr, n, BLOCK: tl.constexpr):\n    offs = tl.arange(0, BLOCK)\n"
+      "    tl.store(y_ptr + offs, tl.load(x_ptr + offs, mask=offs < n), mask=offs < n)\n\n\n")
+_RUN = "def run(x):\n    y = torch.empty_like(x)\n    copy_kernel[(1,)](x, y, x.numel(), BLOCK=1024)\n    return y\n"
+
+RULES: tuple[Rule, ...] = (
+    Rule("source_readable", "a file with a NUL byte, invalid UTF-8, or over the size cap (fails compile)",
+         "Python 3.10 raises ValueError on a NUL byte where 3.11 raises SyntaxError, and a replaced byte would make the "
+         "checked text differ from what Python imports: the bytes are judged before anything parses them",
+         _H + _K + _RUN + "\x00\n", _H + _K + _RUN, "tests/attacks/unreadable_source.py"),
+    Rule("imports_allowed", "imports of anything but torch, triton, math, os.path, typing and __future__ (the "
+         "candidate's own module, the reference, numpy, the standard library)",
+         "an allow-list: a deny-list cannot keep up with the standard library (linecache reads files) and "
+         "``import kernel`` from kernel.py hands out its module's names unchecked; a name is never resolved by "
+         "importing it (``import antigravity`` ran a browser from the trusted process)",
+         "import kernel\n" + _H + _K + _RUN.replace("    return y", "    return kernel.helper(y)"), _H + _K + _RUN,
+         "tests/attacks/self_import_helper.py"),
+    Rule("imports_at_module_level", "an import inside a function, a class or a statement",
+         "an import binds a module name in its own scope; at module level, the check knows every name's module",
+         _H + _K + _RUN.replace("    return y", "    import math\n    return y"), _H + _K + _RUN,
+         "tests/attacks/self_import_helper.py"),
+    Rule("import_names_not_rebound", "a name bound by an import and also otherwise anywhere in the file",
+         "the check reads an imported name as that module everywhere; a local ``s = x * x`` under ``import math as "
+         "s`` would make ``s.mean()`` a module call",
+         "import math as s\n" + _H + _K + _RUN.replace("    return y", "    s = x * x\n    return s.mean(-1)"),
+         _H + _K + _RUN, "tests/attacks/self_import_helper.py"),
+    Rule("module_names_allowed", "a chain of attributes on a module that leaves the allow-list (torch compute, "
+         "``triton.knobs``, ``os.sys.modules``), a module as a value, or an assignment into a module",
+         "modules import other modules, which are then their attributes: only names listed ahead are reached",
+         _H + _K + _RUN.replace("    return y", "    return torch.nn.functional.silu(x)"), _H + _K + _RUN,
+         "tests/attacks/pytorch_fallback_no_launch.py"),
+    Rule("refused_names", "builtins that run built code, reach files or take objects apart (exec, eval, getattr, "
+         "type, open, __import__, ...) and dunder globals",
+         "what these reach cannot be read off the syntax tree",
+         _H + _K + _RUN.replace("    return y", "    return getattr(x, 'ex' + 'p')()"), _H + _K + _RUN,
+         "tests/attacks/reference_through_os_sys_modules.py"),
+    Rule("no_introspection", "dunder attributes (``__class__``, ``__globals__``, ``__dict__``) and frame attributes",
+         "they reach a module's globals, builtins or the harness's frames from any object",
+         _H + _K + _RUN.replace("    return y", "    return run.__globals__['torch'].exp(x)"), _H + _K + _RUN,
+         "tests/attacks/reference_through_os_sys_modules.py"),
+    Rule("host_methods_allowed", "a method call in host code outside allocation, views, shapes and containers",
+         "an allow-list: PyTorch's computing methods are hundreds and grow",
+         _H + _K + _RUN.replace("    return y", "    return x.multiply(2)"), _H + _K + _RUN,
+         "tests/attacks/pytorch_fallback_no_launch.py"),
+    Rule("tensor_methods_not_values", "a tensor method taken as a value in host code (``f = x.mul``)",
+         "a call of it later is a call of a plain name, which the method rule cannot judge",
+         _H + _K + _RUN.replace("    return y", "    f = x.multiply\n    return f(2)"), _H + _K + _RUN,
+         "tests/attacks/pytorch_fallback_no_launch.py"),
+    Rule("no_matmul_operator", "``@`` in host code", "on tensors it is a PyTorch matmul",
+         _H + _K + _RUN.replace("    return y", "    return x @ x"), _H + _K + _RUN,
+         "tests/attacks/pytorch_fallback_no_launch.py"),
+    Rule("decorators_triton_only", "a decorator other than triton.jit, autotune, heuristics and constexpr_function",
+         "a decorator runs the function it is handed, and what it returns replaces it: a review hid PyTorch in a "
+         "function handed to a decorator of its own",
+         _H + _K + "def deco(f):\n    return f\n\n\n@deco\n" + _RUN, _H + _K + _RUN,
+         "tests/attacks/decorated_helper_computes.py"),
+    Rule("classes_plain", "a class with a decorator, a base that is not one of the file's own classes, a metaclass, "
+         "or a dunder method other than __init__, __call__ and __repr__",
+         "bases and dunders change how Python and torch treat an object (``__torch_function__``, ``__getattr__``)",
+         _H + _K + "class T(torch.Tensor):\n    pass\n\n\n" + _RUN, _H + _K + "class Plan:\n    def __init__(self, n):"
+         "\n        self.n = n\n\n\n" + _RUN, "tests/attacks/decorated_helper_computes.py"),
+    Rule("no_dunder_bindings", "binding a dunder name (a module-level ``__getattr__``, ``__all__ = ...``)",
+         "a module-level ``__getattr__`` hands the harness whatever it asks for, checked or not",
+         _H + _K + _RUN + "\n\ndef __getattr__(name):\n    return run\n", _H + _K + _RUN,
+         "tests/attacks/entry_point_swapped.py"),
+    Rule("entry_point_fixed", "an entry point not defined exactly once at the top level, undecorated, or bound, "
+         "deleted or declared global anywhere else",
+         "the harness calls what the name holds when it imports the file: the function the check read must be it",
+         _H + _K + _RUN + "\n\nrun = lambda x: x.exp()\n", _H + _K + _RUN, "tests/attacks/entry_point_swapped.py"),
+    Rule("no_async", "async functions, await, async for and async with",
+         "a coroutine's frame reaches builtins (``cr_frame.f_builtins``); a kernel wrapper has no use for them",
+         _H + _K + _RUN + "\n\nasync def later():\n    pass\n", _H + _K + _RUN,
+         "tests/attacks/decorated_helper_computes.py"),
+    Rule("kernel_statements", "in a kernel body, Python Triton does not compile: nested defs, lambdas, "
+         "comprehensions, imports, global, try, with", "on the CPU interpreter a kernel's body runs as Python",
+         _H + _K.replace("    offs = ", "    import math\n    offs = ") + _RUN, _H + _K + _RUN,
+         "tests/attacks/python_in_interpreted_kernel_body.py"),
+    Rule("kernel_names", "in a kernel body, a name other than its parameters and locals, modules, the file's Triton "
+         "functions, constant globals and the builtins Triton takes",
+         "a module-level list of the wrapper's tensors read from a kernel body computes with torch on the interpreter",
+         _H + "ARGS = []\n\n\n" + _K.replace("    offs = ", "    ARGS[0].copy_(ARGS[1])\n    offs = ") + _RUN,
+         _H + "SCALE: tl.constexpr = 2\n\n\n" + _K.replace("    offs = ", "    s = SCALE\n    offs = ") + _RUN,
+         "tests/attacks/python_in_interpreted_kernel_body.py"),
+    Rule("kernel_attributes", "in a kernel body, an attribute outside Triton's own values' (``.handle``, ``.data``, "
+         "a torch tensor's methods)", "on the interpreter ``.handle.data`` is the numpy array behind a Triton value",
+         _H + _K.replace("    offs = ", "    h = x_ptr.handle.data\n    offs = ") + _RUN,
+         _H + _K.replace("    offs = ", "    t = x_ptr.dtype.element_ty\n    offs = ") + _RUN,
+         "tests/attacks/numpy_through_kernel_handle.py"),
+)
+RULE_NAMES = frozenset(r.name for r in RULES)
 
 
 @dataclass(frozen=True)
 class Finding:
-    """One refused use: the file, line and what it is."""
+    """One refused use: the file, line, the rule (a name of `RULES`) and what it is."""
 
     file: str
     line: int
     what: str
+    rule: str = ""
 
     def __str__(self) -> str:
-        return f"{self.file}:{self.line}: {self.what}"
+        return f"{self.file}:{self.line}: {self.what}" + (f" [{self.rule}]" if self.rule else "")
 
 
-class _Module:
-    """One editable Python file: its tree, functions by name, and the names bound to torch and its submodules."""
+#: The finding for a file the parser itself cannot read (100,000 nested unary minuses make it raise MemoryError).
+TOO_DEEP = "the file's syntax tree is nested too deeply for Python's parser; a kernel needs no such depth"
 
-    def __init__(self, rel: str, source: str):
-        self.rel, self.tree = rel, ast.parse(source, filename=rel)
-        # Every def of a name (a nested def must not hide the module-level one), and a class's name reaches all its
-        # methods (an instance's method or __call__ is reached through the class).
-        self.functions: dict[str, list] = {}
-        for n in ast.walk(self.tree):
-            if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                self.functions.setdefault(n.name, []).append(n)
-            elif isinstance(n, ast.ClassDef):
-                self.functions.setdefault(n.name, []).extend(
-                    b for b in ast.walk(n) if isinstance(b, (ast.FunctionDef, ast.AsyncFunctionDef)))
-        self.module_names: set[str] = set()  # every name bound by an import: calls on them are module calls
-        self.import_paths: dict[str, str] = {}  # local name -> what it names ("tl" -> "triton.language")
-        self.plain_modules: set[str] = set()  # names bound by `import x` / `import x.y as z`: modules for sure
-        self.torch_names: dict[str, str] = {}  # local name -> dotted torch path ("torch", "torch.nn.functional")
-        self.triton_names: dict[str, str] = {}  # local name -> dotted triton path ("triton", "triton.jit")
-        self.os_names: set[str] = set()  # local names bound to the os module
-        # Module-level imports only: an import inside a function binds a local name (a decoy function's `from math
-        # import pi as x` would otherwise make every `x.float()` a module call).
-        import_binds: dict[str, set[str]] = {}  # every path each name is imported as, and where
-        for node in _module_level(self.tree):
-            if isinstance(node, (ast.Import, ast.ImportFrom)):
-                self.module_names.update((a.asname or a.name).split(".")[0] for a in node.names)
-            if isinstance(node, ast.Import):
+
+def _namespace_of(path: str) -> bool:
+    return path in MODULE_NAMES
+
+
+def _resolve(path: str, attrs: list[str]) -> tuple[str, str | None]:
+    """Follow `attrs` from the module path `path` through `MODULE_NAMES`: (the path reached, None) where every step is
+    listed, else (the path up to the refused step, why)."""
+    for attr in attrs:
+        if path not in MODULE_NAMES:
+            return f"{path}.{attr}", f"`{path}` is no module here: nothing is reached through it"
+        if attr not in MODULE_NAMES[path]:
+            return f"{path}.{attr}", f"`{path}.{attr}` is not on the allow-list of `{path}`"
+        path = f"{path}.{attr}"
+    return path, None
+
+
+@dataclass
+class _Ctx:
+    """Where a node stands: host code or a kernel body (with the names it may read), and in a class body."""
+
+    kernel: bool = False
+    names: frozenset[str] = frozenset()
+    in_class: bool = False
+    top: bool = False  # the module's own statements (imports belong there)
+
+
+_HOST = _Ctx()
+
+
+class _FileChecker:
+    """Every rule over one parsed file, in one pass over its tree."""
+
+    def __init__(self, rel: str, tree: ast.Module, entry_fn: str | None, own_modules: set[str]):
+        self.rel, self.tree, self.entry_fn, self.own_modules = rel, tree, entry_fn, own_modules
+        self.findings: list[Finding] = []
+        self.imports: dict[str, str] = {}  # local name -> the path it names ("tl" -> "triton.language")
+        self._called: set[int] = set()  # ids of expressions that are called (`x.view(...)`)
+        self._prepass()
+
+    def add(self, node: ast.AST, rule: str, what: str) -> None:
+        self.findings.append(Finding(self.rel, getattr(node, "lineno", 1), what, rule))
+
+    # -- one walk over the tree: imports, bindings, constants ----------------------------------------------------
+    def _prepass(self) -> None:
+        tree = self.tree
+        bound: dict[str, list[ast.AST]] = {}  # every binding of a name that is not an import, anywhere
+        import_paths: dict[str, set[str]] = {}
+        global_names: set[str] = set()
+        walrus: set[str] = set()
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Name) and isinstance(node.ctx, (ast.Store, ast.Del)):
+                bound.setdefault(node.id, []).append(node)
+            elif isinstance(node, ast.arg):
+                bound.setdefault(node.arg, []).append(node)
+            elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                bound.setdefault(node.name, []).append(node)
+            elif isinstance(node, ast.ExceptHandler) and node.name:
+                bound.setdefault(node.name, []).append(node)
+            elif isinstance(node, (ast.Global, ast.Nonlocal)):
+                global_names.update(node.names)
+                for n in node.names:
+                    bound.setdefault(n, []).append(node)
+            elif isinstance(node, (ast.MatchAs, ast.MatchStar)) and node.name:
+                bound.setdefault(node.name, []).append(node)
+            elif isinstance(node, ast.MatchMapping) and node.rest:
+                bound.setdefault(node.rest, []).append(node)
+            elif isinstance(node, (ast.Import, ast.ImportFrom)):
+                self._check_import(node)
                 for a in node.names:
-                    local = a.asname or a.name.split(".")[0]
-                    self.import_paths[local] = a.name if a.asname else a.name.split(".")[0]
-                    self.plain_modules.add(local)
-                    import_binds.setdefault(local, set()).add(self.import_paths[local])
-            elif isinstance(node, ast.ImportFrom) and node.module:
-                for a in node.names:
-                    self.import_paths[a.asname or a.name] = f"{node.module}.{a.name}"
-                    import_binds.setdefault(a.asname or a.name, set()).add(f"{node.module}.{a.name}")
-            if isinstance(node, ast.Import):
-                for a in node.names:
-                    if a.name.split(".")[0] in ("os", "posix"):
-                        self.os_names.add(a.asname or a.name.split(".")[0])
-                    if a.name == "triton" or a.name.startswith("triton."):
-                        self.triton_names[a.asname or "triton"] = a.name if a.asname else "triton"
-            elif isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] == "triton":
-                for a in node.names:
-                    self.triton_names[a.asname or a.name] = f"{node.module}.{a.name}"
-            if isinstance(node, ast.Import):
-                for a in node.names:
-                    if a.name == "torch" or a.name.startswith("torch."):
-                        self.torch_names[a.asname or a.name.split(".")[0]] = a.name if a.asname else "torch"
-            elif isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] == "torch":
-                for a in node.names:
-                    self.torch_names[a.asname or a.name] = f"{node.module}.{a.name}"
-        # A name the rules read as an imported module must be nothing else anywhere in the file: a local `s = x * x`
-        # under `import math as s` would make `s.mean()` a module call, and two imports of one name leave which one
-        # holds to the order the statements run in.
-        bound = {n.id for n in ast.walk(self.tree) if isinstance(n, ast.Name) and isinstance(n.ctx, (ast.Store, ast.Del))}
-        bound |= {n.arg for n in ast.walk(self.tree) if isinstance(n, ast.arg)}
-        bound |= {n.name for n in ast.walk(self.tree)
-                  if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.ExceptHandler)) and n.name}
-        self.rebound_imports = sorted({n for n, paths in import_binds.items() if len(paths) > 1}
-                                      | (set(import_binds) & bound))
-        # What a kernel body may read besides its own names, as Triton compiles it: modules, Triton, the file's
-        # functions, builtins, and globals that hold constants (Triton takes `tl.constexpr` and dtype globals; the
-        # interpreter any). A global bound anywhere to anything else (a list of the wrapper's tensors) is refused.
-        defs = {n.name for n in self.tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
-        self.kernel_globals = set(self.module_names) | set(self.triton_names) | defs | KERNEL_BUILTINS
-        constant, other = set(), {n for g in ast.walk(self.tree) if isinstance(g, (ast.Global, ast.Nonlocal))
-                                  for n in g.names}
-        for node in _module_level(self.tree):
+                    if a.name == "*":
+                        continue
+                    if isinstance(node, ast.Import):
+                        local = a.asname or a.name.split(".")[0]
+                        path = a.name if a.asname else a.name.split(".")[0]
+                    else:
+                        local, path = a.asname or a.name, f"{node.module}.{a.name}"
+                    import_paths.setdefault(local, set()).add(path)
+            if isinstance(node, ast.NamedExpr) and isinstance(node.target, ast.Name):
+                walrus.add(node.target.id)
+        for name, paths in import_paths.items():
+            self.imports[name] = sorted(paths)[0]
+            if len(paths) > 1 or name in bound:
+                where = bound.get(name, [tree])[0]
+                self.add(where, "import_names_not_rebound", f"binds `{name}` both by an import and otherwise (the "
+                                                            f"check reads an imported name as that module everywhere)")
+        self.bound = bound
+        # The file's own functions and classes at module level, and the names a kernel may read of its globals.
+        self.top_defs = {n.name: n for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
+        self.top_classes = {n.name for n in tree.body if isinstance(n, ast.ClassDef)}
+        self.kernels = {name for name, fn in self.top_defs.items() if self._decorated(fn) & KERNEL_DECORATORS}
+        self.constexpr_fns = {name for name, fn in self.top_defs.items()
+                              if "triton.constexpr_function" in self._decorated(fn)}
+        constant: dict[str, int] = {}
+        for node in tree.body:
             if isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None:
                 targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-                for target in targets:
-                    if isinstance(target, ast.Name) and self._constant(node.value):
-                        constant.add(target.id)
-                    else:
-                        other |= _bound_names(target)
-                other |= _bound_names(node.value)  # a walrus inside the value
-            elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                other |= _bound_names(node, own_scope=False) - {node.name}  # its decorators' and defaults' walruses
-            elif isinstance(node, ast.ClassDef):
-                other.add(node.name)
-            else:  # for, with, del, augmented assignment, a walrus in a test: this statement's own bindings
-                other |= _bound_names(node, own_scope=False)
-        self.kernel_globals |= constant - other
+                if len(targets) == 1 and isinstance(targets[0], ast.Name) and self._constant(node.value):
+                    constant[targets[0].id] = constant.get(targets[0].id, 0) + 1
+        # A constant global is bound once in the whole file, never declared global, never a walrus target.
+        constants = {n for n, c in constant.items() if c == 1 and len(bound.get(n, [])) == 1
+                     and n not in global_names | walrus}
+        self.kernel_globals = frozenset(set(self.imports) | self.kernels | self.constexpr_fns | constants
+                                        | KERNEL_BUILTINS)
+        self._check_entry_point()
+
+    def _check_import(self, node: ast.Import | ast.ImportFrom) -> None:
+        if isinstance(node, ast.ImportFrom):
+            if node.level:
+                self.add(node, "imports_allowed", "a relative import (a kernel file imports only torch, triton, "
+                                                  "math, os.path and typing)")
+                return
+            module = node.module or ""
+            if any(a.name == "*" for a in node.names):
+                self.add(node, "imports_allowed", f"imports * from `{module}` (every name must be imported by name)")
+            top = module.split(".")[0]
+            if top in self.own_modules:
+                self.add(node, "imports_allowed", f"imports from `{module}`, an editable file of the candidate's own "
+                                                  f"(its names are checked where they are defined, not re-exported)")
+            elif module not in MODULE_NAMES:
+                self.add(node, "imports_allowed", _not_importable(module))
+            else:
+                for a in node.names:
+                    if a.name != "*" and a.name not in MODULE_NAMES[module]:
+                        self.add(node, "imports_allowed", f"imports `{module}.{a.name}`, not on the allow-list of "
+                                                          f"`{module}`")
+            return
+        for a in node.names:
+            top = a.name.split(".")[0]
+            if top in self.own_modules:
+                self.add(node, "imports_allowed", f"imports `{a.name}`, an editable file of the candidate's own (a "
+                                                  f"self-import hands out the module's names unchecked)")
+            elif a.name not in MODULE_NAMES:
+                self.add(node, "imports_allowed", _not_importable(a.name))
+
+    def _check_entry_point(self) -> None:
+        if self.entry_fn is None:
+            return
+        name = self.entry_fn
+        defs = [n for n in self.tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.name == name]
+        if len(defs) != 1:
+            self.add(self.tree.body[0] if self.tree.body else self.tree, "entry_point_fixed",
+                     f"the entry point `{name}` must be defined exactly once, as a function at the module's top level")
+            return
+        if defs[0].decorator_list:
+            self.add(defs[0], "entry_point_fixed", f"the entry point `{name}` carries a decorator (what the harness "
+                                                   f"calls must be the function the check read)")
+        for other in self.bound.get(name, []):
+            if other is not defs[0] and not isinstance(other, ast.arg):
+                self.add(other, "entry_point_fixed", f"binds, deletes or declares global the entry point `{name}` "
+                                                     f"besides its definition")
+        if name in self.imports:
+            self.add(defs[0], "entry_point_fixed", f"imports a name as the entry point `{name}`")
+
+    def _decorated(self, fn: ast.AST) -> set[str]:
+        """The resolved paths of `fn`'s decorators (``triton.jit``), '' for one that does not resolve."""
+        out = set()
+        for d in getattr(fn, "decorator_list", []):
+            out.add(self._path(d.func if isinstance(d, ast.Call) else d) or "")
+        return out
+
+    def _path(self, node: ast.AST) -> str | None:
+        """``triton.jit`` for an attribute chain or name rooted at an import, where every step is listed."""
+        attrs = []
+        while isinstance(node, ast.Attribute):
+            attrs.append(node.attr)
+            node = node.value
+        if not (isinstance(node, ast.Name) and node.id in self.imports):
+            return None
+        path, why = _resolve(self.imports[node.id], list(reversed(attrs)))
+        return None if why else path
 
     def _constant(self, value: ast.AST) -> bool:
-        """Whether a module-level value is a constant a kernel may read: a literal (``2.0``, ``-1``, ``"x"``), a tuple
-        of them, a Triton attribute (``tl.float16``) or a ``tl.constexpr(...)`` of those."""
-        if isinstance(value, ast.Constant):
-            return True
-        if isinstance(value, ast.UnaryOp) and isinstance(value.op, (ast.USub, ast.UAdd)):
-            return self._constant(value.operand)
-        if isinstance(value, ast.Tuple):
-            return all(self._constant(e) for e in value.elts)
-        if isinstance(value, ast.BinOp):
-            return self._constant(value.left) and self._constant(value.right)
-        if isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and isinstance(value.func.value, ast.Name) \
-                and self.import_paths.get(value.func.value.id) == "math" and not value.keywords:
-            return all(self._constant(a) for a in value.args)  # math.log(2.0)
-        if isinstance(value, ast.Attribute):
-            root = value
-            while isinstance(root, ast.Attribute):
-                root = root.value
-            return isinstance(root, ast.Name) and root.id in self.triton_names
-        if isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and value.func.attr == "constexpr":
-            return self._constant(value.func) and all(self._constant(a) for a in value.args) and not value.keywords
-        return False
-
-
-_SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda, ast.ListComp, ast.SetComp, ast.DictComp,
-           ast.GeneratorExp)
-
-
-def _bound_names(node: ast.AST, own_scope: bool = True) -> set[str]:
-    """Names `node` binds or deletes in the scope it runs in: nested defs, lambdas and comprehensions (scopes of their
-    own) are not entered, nor (with `own_scope` False) statements nested in `node`, which are visited on their own."""
-    names, todo = set(), [node]
-    while todo:
-        n = todo.pop()
-        if isinstance(n, ast.Name) and isinstance(n.ctx, (ast.Store, ast.Del)):
-            names.add(n.id)
-        elif isinstance(n, ast.ExceptHandler) and n.name:
-            names.add(n.name)
-        for child in ast.iter_child_nodes(n):
-            if isinstance(child, _SCOPES) or (not own_scope and child is not node and isinstance(child, ast.stmt)):
+        """Whether a module-level value is a constant a kernel may read: a literal, a tuple or arithmetic of them, a
+        ``math.<f>(...)`` of them, a Triton attribute (``tl.float16``) or a ``tl.constexpr(...)`` of those."""
+        todo = [value]
+        while todo:
+            v = todo.pop()
+            if isinstance(v, ast.Constant):
                 continue
-            todo.append(child)
-    return names
-
-
-def _module_level(tree: ast.Module):
-    """The statements that run at module level, nested ones (under `if`, `for`, `with`, `try`) included, defs' bodies
-    not."""
-    todo = list(tree.body)
-    while todo:
-        node = todo.pop()
-        yield node
-        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
-            todo += [c for c in ast.iter_child_nodes(node) if isinstance(c, ast.stmt)]
-
-
-def _is_kernel(fn: ast.AST, triton_names: dict[str, str]) -> bool:
-    """Whether `fn` is decorated with Triton's own ``jit``/``autotune``/``heuristics`` (resolved through the imports:
-    a decorator of the candidate's own that is merely called ``jit`` does not make a function a kernel)."""
-    for d in getattr(fn, "decorator_list", []):
-        target = d.func if isinstance(d, ast.Call) else d
-        path = _dotted(target, triton_names) if isinstance(target, ast.Attribute) else triton_names.get(
-            getattr(target, "id", ""))
-        if path and path.split(".")[0] == "triton" and path.split(".")[-1] in KERNEL_DECORATORS:
-            return True
-    return False
-
-
-def _dotted(node: ast.AST, torch_names: dict[str, str]) -> str | None:
-    """``torch.nn.functional.gelu`` for an attribute chain rooted at a name bound to torch, else None."""
-    parts = []
-    while isinstance(node, ast.Attribute):
-        parts.append(node.attr)
-        node = node.value
-    if isinstance(node, ast.Name) and node.id in torch_names:
-        return ".".join([torch_names[node.id], *reversed(parts)])
-    return None
-
-
-def _torch_allowed(path: str) -> bool:
-    parts = path.split(".")
-    if parts[0] != "torch":
-        return False
-    if len(parts) == 1:
-        return True
-    if parts[1] == "cuda":
-        return len(parts) == 2 or (len(parts) == 3 and parts[2] in TORCH_CUDA_ALLOWED)
-    # Exactly torch.<name>: torch.Tensor.mean(x) computes, though torch.Tensor itself is allowed.
-    return len(parts) == 2 and parts[1] in TORCH_ALLOWED
-
-
-class _PathChecker(ast.NodeVisitor):
-    """Visits the code on the entry point's path of one module, collecting findings and the functions it calls."""
-
-    def __init__(self, module: _Module, reference_names: set[str], own_modules: set[str] = frozenset()):
-        self.m, self.reference_names, self.own_modules = module, reference_names, set(own_modules)
-        self._call_funcs: set[int] = set()  # the attribute nodes that are called (`x.view(...)`, not `f = x.mul`)
-        self.findings: list[Finding] = []
-        self.called: set[str] = set()
-
-    def add(self, node: ast.AST, what: str) -> None:
-        self.findings.append(Finding(self.m.rel, getattr(node, "lineno", 0), what))
-
-    def visit_FunctionDef(self, node):  # a def's body is visited only when reached by name
-        # Decorators, defaults and annotations run where the def stands.
-        for part in (*node.decorator_list, *node.args.defaults, *[d for d in node.args.kw_defaults if d is not None],
-                     *[a.annotation for a in (*node.args.args, *node.args.kwonlyargs) if a.annotation is not None],
-                     *([node.returns] if node.returns is not None else [])):
-            self.visit(part)
-        if node.name in self.m.triton_names:
-            self.add(node, f"redefines `{node.name}`, imported from triton")
-
-    visit_AsyncFunctionDef = visit_FunctionDef
-
-    def visit_Lambda(self, node):
-        self.generic_visit(node)
-
-    def visit_ClassDef(self, node):  # the class body runs at the def; its methods only when the class is reached
-        for stmt in node.body:
-            if not isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                self.visit(stmt)
+            if isinstance(v, ast.UnaryOp):
+                todo.append(v.operand)
+            elif isinstance(v, ast.Tuple):
+                todo.extend(v.elts)
+            elif isinstance(v, ast.BinOp):
+                todo += [v.left, v.right]
+            elif isinstance(v, ast.Call) and not v.keywords and (self._path(v.func) or "").startswith(
+                    ("math.", "triton.language.constexpr")):
+                todo.extend(v.args)
+            elif isinstance(v, ast.Attribute) and (self._path(v) or "").startswith("triton.language."):
+                continue
             else:
-                self.visit_FunctionDef(stmt)
-        for part in (*node.decorator_list, *node.bases, *node.keywords):
-            self.visit(part)
-
-    def _store_target(self, target):
-        root = target
-        while isinstance(root, (ast.Attribute, ast.Subscript)):
-            root = root.value
-        if isinstance(root, ast.Name) and (root.id in self.m.triton_names or root.id in self.m.torch_names) and (
-                target is not root):
-            self.add(target, f"assigns into `{root.id}` (a module the grader relies on)")
-        elif isinstance(target, ast.Name) and target.id in self.m.triton_names:
-            self.add(target, f"rebinds `{target.id}`, imported from triton")
-
-    def visit_Assign(self, node):
-        for t in node.targets:
-            self._store_target(t)
-        self.generic_visit(node)
-
-    def visit_AugAssign(self, node):
-        self._store_target(node.target)
-        self.generic_visit(node)
-
-    def visit_Import(self, node):
-        for a in node.names:
-            self._check_import(node, a.name)
-
-    def visit_ImportFrom(self, node):
-        self._check_import(node, node.module or "")
-        if not node.module:  # `from . import reference`: the names are modules
-            for a in node.names:
-                self._check_import(node, a.name)
-        elif node.module.split(".")[0] in ALLOWED_IMPORTS:  # `from triton import knobs`: a module by another name
-            for a in node.names:
-                if a.name != "*":
-                    self._check_import(node, f"{node.module}.{a.name}")
-        for a in node.names:
-            if a.name.split(".")[0] in self.reference_names:
-                self.add(node, f"imports the task's reference module `{a.name}`")
-        if node.module in ("os", "posix") and any(a.name == "*" for a in node.names):
-            self.add(node, f"imports * from `{node.module}`")
-        if node.module == "os":
-            for a in node.names:
-                if a.name in OS_PROCESS:
-                    self.add(node, f"imports `os.{a.name}` (a kernel wrapper has no use for processes)")
-                if a.name in OS_HOST:
-                    self.add(node, f"imports `os.{a.name}` (a kernel wrapper has no use for the host's files or "
-                                   f"environment)")
-        for a in node.names:
-            if (node.module or "").split(".")[0] == "torch" and not _torch_allowed(f"{node.module}.{a.name}"):
-                self.add(node, f"imports torch compute `{node.module}.{a.name}`")
-
-    def _check_import(self, node, name: str) -> None:
-        if name.split(".")[0] in self.reference_names or name.split(".")[-1] in self.reference_names:
-            self.add(node, f"imports the task's reference module `{name}`")
-        if name.split(".")[0] in DYNAMIC:
-            self.add(node, f"imports `{name}` (code built at run time cannot be checked)")
-        if name.split(".")[0] in PROCESS_MODULES:
-            self.add(node, f"imports `{name}` (a kernel wrapper has no use for processes, threads or memory tricks)")
-        top = name.split(".")[0]
-        if top.startswith("kernelgym"):  # the harness's own modules (its inputs module is the reference)
-            self.add(node, f"imports `{name}`, one of the grader's own modules")
-        elif top and top not in ALLOWED_IMPORTS | self.own_modules | self.reference_names | DYNAMIC | PROCESS_MODULES:
-            self.add(node, f"imports `{name}`: a kernel file may import only {', '.join(sorted(ALLOWED_IMPORTS))} "
-                           f"and its own editable files")
-        elif top in ALLOWED_IMPORTS and (module := _module_in_chain(name)) is not None:
-            self.add(node, f"imports the module `{module}` (only {', '.join(sorted(ALLOWED_NAMESPACES))} and the "
-                           f"top-level modules may be imported)")
-
-    def visit_Attribute(self, node):
-        self._attribute_name(node)
-        path = _dotted(node, self.m.torch_names)
-        if path is not None:
-            if not _torch_allowed(path):
-                self.add(node, f"uses torch compute `{path}`")
-            return  # the chain is judged whole
-        if self._module_chain(node):
-            return
-        if id(node) not in self._call_funcs and node.attr in _tensor_methods() - METHOD_ALLOWED:
-            self.add(node, f"takes the tensor method `.{node.attr}` as a value (a call of it is judged by name)")
-        self.generic_visit(node)
-
-    def _attribute_name(self, node: ast.Attribute) -> None:
-        """The checks of one attribute's name, wherever it stands in a chain."""
-        if node.attr in INTROSPECTION or (node.attr.startswith("__") and node.attr.endswith("__")
-                                          and node.attr not in ("__init__", "__name__", "__doc__")):
-            self.add(node, f"reaches `{node.attr}` (an object's innards: its class, globals or frame)")
-        if node.attr in COMPUTE_METHODS and _dotted(node, self.m.torch_names) is None and not (
-                isinstance(node.value, ast.Name) and node.value.id in self.m.module_names):
-            self.add(node, f"uses the tensor method `.{node.attr}`, which computes with PyTorch")
-        on_os = isinstance(node.value, ast.Name) and node.value.id in self.m.os_names
-        if node.attr in REACH_ATTRIBUTES and not (on_os and node.attr in OS_HOST | OS_PROCESS):  # those: just below
-            self.add(node, f"reaches `.{node.attr}` (as an attribute it is refused as it is by name: another module's "
-                           f"import of it is still it)")
-        if isinstance(node.value, ast.Name) and node.value.id in self.m.os_names and node.attr in OS_PROCESS:
-            self.add(node, f"uses `os.{node.attr}` (a kernel wrapper has no use for processes)")
-        if isinstance(node.value, ast.Name) and node.value.id in self.m.os_names and node.attr in OS_HOST:
-            self.add(node, f"uses `os.{node.attr}` (a kernel wrapper has no use for the host's files or environment)")
-
-    def _module_chain(self, node: ast.Attribute) -> bool:
-        """Judge a chain of attributes rooted at an imported name (``tl.math.exp``) whole, against
-        `ALLOWED_NAMESPACES`; False where `node` is no such chain."""
-        parts, root, inner = [], node, []
-        while isinstance(root, ast.Attribute):
-            parts.append(root.attr)
-            inner.append(root)
-            root = root.value
-        if not (isinstance(root, ast.Name) and root.id in self.m.import_paths):
-            return False
-        for link in inner[1:]:  # the chain is not visited further: its inner names are checked here
-            self._attribute_name(link)
-        path = ".".join([self.m.import_paths[root.id], *reversed(parts)])
-        if any(p.startswith("_") for p in parts):
-            self.add(node, f"reaches `{path}` (a private name of a module)")
-        elif path.split(".")[0] not in self.own_modules:
-            module = _module_in_chain(path)
-            names = path.split(".")
-            narrowed = next((".".join(names[:i + 1]) for i in range(1, len(names)) if
-                             ".".join(names[:i]) in NAMESPACE_NAMES and names[i] not in NAMESPACE_NAMES[".".join(names[:i])]),
-                            None)
-            if narrowed is not None:
-                self.add(node, f"reaches `{narrowed}` (of {narrowed.rpartition('.')[0]}, only "
-                               f"{', '.join(sorted(NAMESPACE_NAMES[narrowed.rpartition('.')[0]]))} may be used)")
-            elif module is not None:
-                self.add(node, f"reaches the module `{module}` through `{path}` (a module's imports are its attributes;"
-                               f" a chain may pass only through {', '.join(sorted(ALLOWED_NAMESPACES))})")
+                return False
         return True
 
-    def visit_Name(self, node):
-        path = self.m.torch_names.get(node.id)
-        if path is not None and path != "torch" and not _torch_allowed(path):
-            self.add(node, f"uses torch compute `{path}` (imported as `{node.id}`)")
-        elif path is not None and isinstance(node.ctx, ast.Load):
-            # Reached only outside an attribute chain (chains are judged whole): torch passed around as a value
-            # (`T = torch`, `f(torch)`) could be used from anywhere.
-            self.add(node, f"uses the module `{path}` as a value (only `{node.id}.<allowed name>` is checked)")
-        elif node.id in self.m.plain_modules and isinstance(node.ctx, ast.Load):
-            # Reached only outside an attribute chain: a module passed around escapes the chain rules.
-            self.add(node, f"uses the module `{node.id}` as a value (only `{node.id}.<allowed name>` is checked)")
-        if node.id in NOT_AS_VALUES and isinstance(node.ctx, ast.Load):
-            self.add(node, f"uses `{node.id}` as a value (only a direct call with a plain name can be checked)")
-        if node.id in DYNAMIC:
-            self.add(node, f"uses `{node.id}` (code built at run time cannot be checked)")
-        if node.id in HOST_NAMES:
-            self.add(node, f"uses `{node.id}` (a kernel wrapper has no use for the host's files or environment)")
-        if node.id in self.m.functions:
-            self.called.add(node.id)
+    # -- the pass ------------------------------------------------------------------------------------------------
+    def run(self) -> list[Finding]:
+        stack: list[tuple[ast.AST, _Ctx]] = [(n, _Ctx(top=True)) for n in reversed(self.tree.body)]
+        while stack:
+            node, ctx = stack.pop()
+            children = self._visit(node, ctx)
+            if children is None:
+                inner = _Ctx(ctx.kernel, ctx.names, ctx.in_class)
+                children = [(c, inner) for c in ast.iter_child_nodes(node)]
+            stack.extend(reversed(children))
+        return self.findings
 
-    def visit_Call(self, node):
-        f = node.func
-        self._call_funcs.add(id(f))
-        if isinstance(f, ast.Name) and f.id in ("getattr", "setattr", "vars", "hasattr") and node.args:
-            root = node.args[0]
-            name = node.args[1] if len(node.args) > 1 else None
-            if _dotted(root, self.m.torch_names) is not None or (isinstance(root, ast.Name) and root.id in self.m.torch_names):
-                self.add(node, f"`{f.id}` on a torch module (a computed attribute cannot be checked)")
-            elif not (isinstance(name, ast.Constant) and isinstance(name.value, str) and name.value in METHOD_ALLOWED):
-                self.add(node, f"`{f.id}` with an attribute name that is not a plain allowed one")
-        if isinstance(f, ast.Name) and f.id == "open" or isinstance(f, ast.Attribute) and f.attr in (
-                "spec_from_file_location", "read_text", "read_bytes", "open", "load", "exec_module"):
-            for arg in ast.walk(node):
-                if isinstance(arg, ast.Constant) and isinstance(arg.value, str) and any(
-                        r in arg.value for r in self.reference_names):
-                    self.add(node, f"reads the task's reference ({arg.value!r})")
-        if isinstance(f, ast.Attribute) and _dotted(f, self.m.torch_names) is None and f.attr not in METHOD_ALLOWED:
-            receiver = f.value
-            while isinstance(receiver, ast.Attribute):
-                receiver = receiver.value
-            on_module = isinstance(receiver, ast.Name) and receiver.id in self.m.module_names
-            if not on_module:
-                self.add(node, f"calls `.{f.attr}()`, which is not an allocation, view or shape method")
-        if isinstance(f, ast.Name) and f.id in NOT_AS_VALUES:  # a direct call, judged above: its name is no value
-            for part in (*node.args, *node.keywords):
-                self.visit(part)
-            return
-        self.generic_visit(node)
-
-    def visit_BinOp(self, node):
-        if isinstance(node.op, ast.MatMult):
-            self.add(node, "uses `@` (a PyTorch matmul)")
-        self.generic_visit(node)
-
-
-class _KernelChecker(_PathChecker):
-    """Visits a kernel's body (a function decorated with ``triton.jit`` and the like). On a GPU Triton compiles it, but
-    on the CPU interpreter it runs as Python, and whatever Python it holds runs with it; it is held to what Triton
-    compiles: no imports, no ``global``, and no names but its parameters and the names it assigns, modules, Triton's,
-    the file's own functions (their bodies are checked in turn, as kernels or as host code), `KERNEL_BUILTINS` and
-    globals bound only to constants (a module-level list of the wrapper's tensors reached from a kernel is refused). The name checks of the
-    host path (the reference, `DYNAMIC`, `HOST_NAMES`, torch, `REACH_ATTRIBUTES`) hold here too."""
-
-    def check(self, fn: ast.AST) -> None:
-        args = fn.args
-        self.locals = {a.arg for a in (*args.posonlyargs, *args.args, *args.kwonlyargs)}
-        self.locals |= {a.arg for a in (args.vararg, args.kwarg) if a is not None}
-        self.locals |= {n for part in fn.body for n in _bound_names(part)}
-        for part in fn.body:
-            self.visit(part)
-
-    def visit_Import(self, node):
-        self.add(node, "imports inside a kernel (a kernel's body is Triton code)")
-        super().visit_Import(node)
-
-    def visit_ImportFrom(self, node):
-        self.add(node, "imports inside a kernel (a kernel's body is Triton code)")
-        super().visit_ImportFrom(node)
-
-    def visit_Global(self, node):
-        self.add(node, "declares `global`/`nonlocal` names inside a kernel (a kernel's body is Triton code)")
-
-    visit_Nonlocal = visit_Global
-
-    def _attribute_name(self, node: ast.Attribute) -> None:
-        if node.attr in INTROSPECTION or (node.attr.startswith("__") and node.attr.endswith("__")):
-            self.add(node, f"reaches `{node.attr}` (an object's innards: its class, globals or frame)")
-        if node.attr in REACH_ATTRIBUTES or node.attr in OS_HOST | OS_PROCESS and _root_name(node) in self.m.os_names:
-            self.add(node, f"reaches `.{node.attr}` inside a kernel")
-
-    def visit_Attribute(self, node):
-        self._attribute_name(node)
-        path = _dotted(node, self.m.torch_names)
-        if path is not None:
-            self.add(node, f"uses `{path}` inside a kernel (a kernel's body is Triton code)")
-            return
-        if self._module_chain(node):
-            return
-        self.generic_visit(node)
-
-    def visit_Call(self, node):  # the host path's method rules do not apply (`acc.to(tl.float16)` is Triton)
-        self.generic_visit(node)
-
-    def visit_Name(self, node):
-        super().visit_Name(node)
-        if isinstance(node.ctx, ast.Load) and node.id not in self.locals and node.id not in self.m.kernel_globals:
-            self.add(node, f"reads `{node.id}` inside a kernel: a kernel reads its parameters, its own names, modules, "
-                           f"Triton, its file's functions and constant globals (as Triton compiles it)")
-
-
-_TENSOR_METHODS: frozenset[str] | None = None
-
-
-def _tensor_methods() -> frozenset[str]:
-    """The public methods of ``torch.Tensor`` (read once from the installed torch)."""
-    global _TENSOR_METHODS
-    if _TENSOR_METHODS is None:
-        import torch
-        _TENSOR_METHODS = frozenset(n for n in dir(torch.Tensor)
-                                    if not n.startswith("_") and callable(getattr(torch.Tensor, n, None)))
-    return _TENSOR_METHODS
-
-
-def _module_in_chain(path: str) -> str | None:
-    """The first module that the dotted `path` (``triton.knobs.re``) reaches past its top-level module and outside
-    `ALLOWED_NAMESPACES`, resolved against the installed packages (attribute lookups only; nothing of the candidate
-    runs); None where there is none, or where the path does not resolve (then it fails when run)."""
-    names = path.split(".")
-    try:
-        obj = importlib.import_module(names[0])
-    except Exception:  # noqa: BLE001 - not installed here: the import itself is judged by ALLOWED_IMPORTS
+    def _visit(self, node: ast.AST, ctx: _Ctx):
+        """Check `node`; return the (child, context) pairs to visit next, or None for all its children in the same
+        context."""
+        if ctx.kernel and not isinstance(node, KERNEL_NODES + (ast.arguments, ast.arg, ast.comprehension)):
+            self.add(node, "kernel_statements", f"`{type(node).__name__}` inside a kernel (a kernel's body is Triton "
+                                                f"code; on the CPU interpreter it would run as Python)")
+            return []
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            if not ctx.top:
+                self.add(node, "imports_at_module_level", "an import inside a function, class or statement (imports "
+                                                          "belong at the module's top level)")
+            return []
+        if isinstance(node, (ast.AsyncFunctionDef, ast.Await, ast.AsyncFor, ast.AsyncWith)):
+            self.add(node, "no_async", "async code (a coroutine's frame reaches builtins; a kernel wrapper has no use "
+                                       "for it)")
+            return []
+        if isinstance(node, ast.FunctionDef):
+            return self._function(node, ctx)
+        if isinstance(node, ast.ClassDef):
+            return self._class(node, ctx)
+        if isinstance(node, ast.Lambda):
+            return [(c, _Ctx(in_class=False)) for c in ast.iter_child_nodes(node)]
+        if isinstance(node, ast.Call):
+            self._called.add(id(node.func))
+        elif isinstance(node, ast.Attribute):
+            return self._chain(node, ctx)
+        elif isinstance(node, ast.Name):
+            self._name(node, ctx)
+        elif isinstance(node, ast.BinOp) and isinstance(node.op, ast.MatMult) and not ctx.kernel:
+            self.add(node, "no_matmul_operator", "uses `@` in host code (on tensors a PyTorch matmul)")
+        elif isinstance(node, (ast.Global, ast.Nonlocal)):
+            for n in node.names:
+                if n.startswith("__"):
+                    self.add(node, "no_dunder_bindings", f"declares the dunder name `{n}` global")
         return None
-    for i in range(1, len(names)):
-        try:  # past a module, no property or descriptor runs (triton.runtime.driver.active would load the driver)
-            obj = getattr(obj, names[i]) if isinstance(obj, types.ModuleType) else inspect.getattr_static(obj, names[i])
-        except Exception:  # noqa: BLE001 - no such attribute
-            return None
-        prefix = ".".join(names[:i + 1])
-        if isinstance(obj, types.ModuleType) and prefix not in ALLOWED_NAMESPACES:
-            return prefix
-    return None
+
+    def _bind_dunder(self, node: ast.AST, name: str, in_class: bool) -> None:
+        if name.startswith("__") and name.endswith("__") and not (in_class and name in CLASS_DUNDERS_ALLOWED):
+            self.add(node, "no_dunder_bindings", f"defines `{name}` (a dunder name changes how Python or torch treats "
+                                                 f"the module or object)")
+
+    def _function(self, fn: ast.FunctionDef, ctx: _Ctx):
+        self._bind_dunder(fn, fn.name, ctx.in_class)
+        paths = self._decorated(fn)
+        for d, path in zip(fn.decorator_list, [self._path(d.func if isinstance(d, ast.Call) else d) or ""
+                                               for d in fn.decorator_list]):
+            if path not in DECORATORS_ALLOWED:
+                self.add(d, "decorators_triton_only", f"decorator `{_describe(d)}` (only triton.jit, autotune, "
+                                                      f"heuristics and constexpr_function: a decorator replaces the "
+                                                      f"function it is handed)")
+        host = _Ctx()
+        args = fn.args
+        parts = [*fn.decorator_list, *args.defaults, *[d for d in args.kw_defaults if d is not None],
+                 *[a.annotation for a in (*args.posonlyargs, *args.args, *args.kwonlyargs, args.vararg, args.kwarg)
+                   if a is not None and a.annotation is not None],
+                 *([fn.returns] if fn.returns is not None else [])]
+        children = [(p, host) for p in parts]
+        if paths & KERNEL_DECORATORS:
+            own = {a.arg for a in (*args.posonlyargs, *args.args, *args.kwonlyargs, args.vararg, args.kwarg)
+                   if a is not None}
+            for part in fn.body:
+                for n in ast.walk(part):
+                    if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store):
+                        own.add(n.id)
+            kernel = _Ctx(kernel=True, names=frozenset(own) | self.kernel_globals)
+            children += [(stmt, kernel) for stmt in fn.body]
+        else:
+            children += [(stmt, host) for stmt in fn.body]
+        return children
+
+    def _class(self, cls: ast.ClassDef, ctx: _Ctx):
+        self._bind_dunder(cls, cls.name, ctx.in_class)
+        for d in cls.decorator_list:
+            self.add(d, "classes_plain", "a decorated class (a decorator replaces what it is handed)")
+        for base in cls.bases:
+            if not (isinstance(base, ast.Name) and base.id in self.top_classes):
+                self.add(base, "classes_plain", f"a class based on `{_describe(base)}` (only the file's own "
+                                                f"classes may be bases)")
+        for kw in cls.keywords:
+            self.add(kw, "classes_plain", "a class with a metaclass or class keywords")
+        return [(stmt, _Ctx(in_class=True)) for stmt in cls.body]
+
+    def _name(self, node: ast.Name, ctx: _Ctx) -> None:
+        name = node.id
+        if isinstance(node.ctx, ast.Store):
+            self._bind_dunder(node, name, False)
+            return
+        if isinstance(node.ctx, ast.Del):
+            return
+        if name in REFUSED_NAMES or (name.startswith("__") and name not in DUNDER_NAMES_ALLOWED):
+            self.add(node, "refused_names", f"uses `{name}` (it runs built code, reaches files or takes objects "
+                                            f"apart: what it reaches cannot be read off the syntax tree)")
+        elif name in self.imports and _namespace_of(self.imports[name]):
+            self.add(node, "module_names_allowed", f"uses the module `{self.imports[name]}` as a value (only "
+                                                   f"`{name}.<listed name>` is resolved)")
+        elif ctx.kernel and name not in ctx.names:
+            self.add(node, "kernel_names", f"reads `{name}` inside a kernel: a kernel reads its parameters, its own "
+                                           f"names, modules, the file's Triton functions, constant globals and "
+                                           f"{', '.join(sorted(KERNEL_BUILTINS))}")
+
+    def _chain(self, node: ast.Attribute, ctx: _Ctx):
+        """Judge a whole chain of attributes (``tl.math.exp``, ``x.view(-1).shape``) at its outermost link; return
+        what is left to visit (the chain's root where it is no plain name)."""
+        links: list[ast.Attribute] = []
+        root: ast.AST = node
+        while isinstance(root, ast.Attribute):
+            links.append(root)
+            root = root.value
+        links.reverse()  # innermost first
+        for link in links:
+            a = link.attr
+            if (a.startswith("__") and a.endswith("__") and a not in DUNDER_ATTRIBUTES_ALLOWED) or a in FRAME_ATTRIBUTES:
+                self.add(link, "no_introspection", f"reaches `{a}` (an object's innards: its class, globals or frame)")
+        if isinstance(root, ast.Name) and root.id in self.imports:
+            path, why = _resolve(self.imports[root.id], [l.attr for l in links])
+            if ctx.kernel and not path.startswith(KERNEL_MODULES):
+                self.add(node, "module_names_allowed", f"uses `{path}` inside a kernel (a kernel's body is Triton "
+                                                       f"code: only triton and math are reached from it)")
+            elif why:
+                self.add(node, "module_names_allowed", f"reaches `{path}`: {why} (modules' own imports are their "
+                                                       f"attributes; only names listed ahead are reached)")
+            elif isinstance(node.ctx, (ast.Store, ast.Del)):
+                self.add(node, "module_names_allowed", f"assigns into `{path}` (a module the grader relies on)")
+            elif _namespace_of(path) and not ctx.kernel:
+                self.add(node, "module_names_allowed", f"uses the module `{path}` as a value")
+            return []
+        for i, link in enumerate(links):
+            a = link.attr
+            called = i == len(links) - 1 and id(node) in self._called
+            if ctx.kernel:
+                if a not in _names.TL_TENSOR_ATTRIBUTES:
+                    self.add(link, "kernel_attributes", f"`.{a}` inside a kernel (a kernel's values are Triton's; "
+                                                        f"`.handle` and `.data` are the interpreter's arrays)")
+            elif called:
+                if a not in METHOD_ALLOWED:
+                    self.add(link, "host_methods_allowed", f"calls `.{a}()`, which is not an allocation, view, shape "
+                                                           f"or container method")
+            elif a in _names.TORCH_TENSOR_METHODS and a not in METHOD_ALLOWED | TENSOR_PROPERTIES:
+                self.add(link, "tensor_methods_not_values", f"takes the tensor method `.{a}` as a value (a call of it "
+                                                            f"is judged by name)")
+        return [(root, ctx)]
 
 
-def _root_name(node: ast.AST) -> str | None:
-    """The name an expression such as ``a.b[0].c`` or ``f(x).y`` starts from, or None (a literal, a lambda)."""
-    while isinstance(node, (ast.Attribute, ast.Subscript, ast.Call)):
-        node = node.func if isinstance(node, ast.Call) else node.value
-    return node.id if isinstance(node, ast.Name) else None
+def _describe(node: ast.AST) -> str:
+    """A short name for an expression in a message (``triton.jit``, ``deco``, ``a call``), without unparsing it
+    (a long or deep expression costs nothing)."""
+    target = node.func if isinstance(node, ast.Call) else node
+    attrs = []
+    while isinstance(target, ast.Attribute) and len(attrs) < 8:
+        attrs.append(target.attr)
+        target = target.value
+    if isinstance(target, ast.Name):
+        return ".".join([target.id, *reversed(attrs)]) + ("(...)" if isinstance(node, ast.Call) else "")
+    return f"a {type(node).__name__} expression"
+
+
+def _not_importable(module: str) -> str:
+    return (f"imports `{module}`: a kernel file imports only torch, triton (and triton.language), math, os.path, "
+            f"typing and __future__ (never the reference, the grader's modules or the standard library)")
 
 
 def check_source(files: dict[str, str], entry_point: str, reference: str) -> list[Finding]:
-    """Findings of the static provenance check over the candidate's editable Python files.
+    """Findings of the static provenance check over the candidate's editable Python files, in this process (pure:
+    nothing is imported or run; `run_static_check` in static_check.py runs it in a sandbox under a time limit).
 
     Args:
         files: editable file path (relative, ``.py`` only) -> its source text.
         entry_point: ``file.py:function`` of the task.
-        reference: the task's reference, ``file.py:function`` (its module must not be imported or read).
+        reference: the task's reference, ``file.py:function`` (its module is never importable: `imports_allowed`).
 
     Returns:
-        Every refused use on the entry point's path, in file and line order; a file that does not parse is left to
-        the compile gate (no finding).
+        Every refused use, in file and line order, each naming its rule; a file that does not parse is left to the
+        compile gate (no finding).
     """
     entry_file, entry_fn = entry_point.split(":")
-    ref_module = Path(reference.split(":")[0]).stem
-    reference_names = {ref_module, reference.split(":")[0]}
-    modules = {}
+    own = {Path(rel).stem for rel in files} | {Path(reference.split(":")[0]).stem}
     findings: list[Finding] = []
     for rel, src in files.items():
         try:
-            modules[rel] = _Module(rel, src)
-        except SyntaxError:
+            tree = ast.parse(src, filename=rel)
+        except (SyntaxError, ValueError):
             continue
-        except (RecursionError, MemoryError):  # the parser's own limits: 100,000 nested unary minuses
-            findings.append(Finding(rel, 1, TOO_DEEP))
-    for rel, m in modules.items():
-        try:
-            findings += _module_findings(rel, m, entry_file, entry_fn, reference_names,
-                                         {Path(r).stem for r in files} - reference_names)
-        except RecursionError:  # the visitors recurse over the tree: a tree this deep is refused, not read
-            findings.append(Finding(rel, 1, TOO_DEEP))
+        except (RecursionError, MemoryError):
+            findings.append(Finding(rel, 1, TOO_DEEP, "source_readable"))
+            continue
+        findings += _FileChecker(rel, tree, entry_fn if rel == entry_file else None, own).run()
     unique = {(f.file, f.line, f.what): f for f in findings}
     return sorted(unique.values(), key=lambda f: (f.file, f.line, f.what))
 
 
-#: The finding for a file whose syntax tree is too deep to check (a review's 800-attribute expression).
-TOO_DEEP = "the file's syntax tree is nested too deeply for the static check to read; a kernel needs no such depth"
+def source_errors(files: dict[str, bytes], max_bytes: int) -> list[Finding]:
+    """Why each unreadable file cannot be judged (`source_readable`): over `max_bytes`, a NUL byte, or not UTF-8.
+    Such a file fails compile, on every supported Python alike."""
+    out = []
+    for rel, data in files.items():
+        if len(data) > max_bytes:
+            out.append(Finding(rel, 1, f"the file is {len(data)} bytes, over the cap of {max_bytes}", "source_readable"))
+        elif b"\x00" in data:
+            line = data[:data.index(b"\x00")].count(b"\n") + 1
+            out.append(Finding(rel, line, "the file holds a NUL byte (Python source cannot)", "source_readable"))
+        else:
+            try:
+                data.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                line = data[:exc.start].count(b"\n") + 1
+                out.append(Finding(rel, line, f"the file is not valid UTF-8 (byte {exc.start}: {exc.reason})",
+                                   "source_readable"))
+    return out
 
 
-def _module_findings(rel: str, m: "_Module", entry_file: str, entry_fn: str,
-                     reference_names: set[str], own_modules: set[str] = frozenset()) -> list[Finding]:
-    """The static check's findings in one parsed file: its module-level code, and every function reached from the
-    entry point (in the entry file) or from module-level code."""
-    checker = _PathChecker(m, reference_names, own_modules)
-    kernels = _KernelChecker(m, reference_names, own_modules)
-    kernels.findings, kernels.called = checker.findings, checker.called  # one path, two rule sets
-    for name in m.rebound_imports:
-        checker.findings.append(Finding(rel, 1, f"binds `{name}` both by an import and otherwise (the check reads an "
-                                                f"imported name as that module everywhere in the file)"))
-    for stmt in m.tree.body:  # module-level code runs at import
-        checker.visit(stmt)
-    if rel == entry_file and not any(isinstance(st, (ast.FunctionDef, ast.AsyncFunctionDef)) and st.name == entry_fn
-                                     for st in m.tree.body):
-        checker.findings.append(Finding(rel, 1, f"the entry point `{entry_fn}` must be a function defined at the "
-                                                f"module's top level"))
-    todo = [entry_fn] if rel == entry_file else []
-    todo += [n for n in checker.called]
-    seen: set[str] = set()
-    while todo:
-        name = todo.pop()
-        if name in seen:
-            continue
-        seen.add(name)
-        before = set(checker.called)
-        for fn in m.functions.get(name, []):
-            if _is_kernel(fn, m.triton_names):
-                kernels.check(fn)
-                continue
-            for part in fn.body:
-                checker.visit(part)
-        todo += sorted(checker.called - before - seen)
-    return checker.findings
+def check_files(files: dict[str, bytes], entry_point: str, reference: str, max_bytes: int) -> dict:
+    """The static check over raw editable files: ``{"source_errors": [...], "findings": [...]}``, each a list of
+    finding dicts (file, line, what, rule). Source errors fail compile; findings fail correctness. Python files are
+    judged by `check_source`, C++/CUDA ones by `check_cpp_source`."""
+    errors = source_errors(files, max_bytes)
+    bad = {f.file for f in errors}
+    py = {rel: data.decode() for rel, data in files.items() if rel.endswith(".py") and rel not in bad}
+    cpp = {rel: data.decode(errors="replace") for rel, data in files.items()
+           if rel.endswith(CPP_SUFFIXES) and rel not in bad}
+    findings = check_source(py, entry_point, reference) + check_cpp_source(cpp)
+    as_dict = lambda f: {"file": f.file, "line": f.line, "what": f.what, "rule": f.rule}  # noqa: E731
+    return {"source_errors": [as_dict(f) for f in errors], "findings": [as_dict(f) for f in findings]}
+
+
+#: The suffixes `check_cpp_source` reads.
+CPP_SUFFIXES = (".cpp", ".cu", ".cuh", ".h", ".hpp")
+
+
+def main(argv: list[str]) -> int:
+    """The check's sandboxed process: ``provenance.py IN OUT``. IN is JSON ``{"files": {rel: latin-1 text},
+    "entry_point", "reference", "max_bytes"}``; OUT gets `check_files`' result as JSON."""
+    with open(argv[1], "rb") as f:
+        req = json.load(f)
+    files = {rel: text.encode("latin-1") for rel, text in req["files"].items()}
+    result = check_files(files, req["entry_point"], req["reference"], int(req["max_bytes"]))
+    tmp = argv[2] + ".tmp"
+    with open(tmp, "w") as f:
+        json.dump(result, f)
+    os.replace(tmp, argv[2])
+    return 0
 
 
 # -- C++ and CUDA sources ----------------------------------------------------------------------------------------
@@ -842,3 +840,7 @@ def check_cpp_source(files: dict[str, str]) -> list[Finding]:
                 findings.append(Finding(rel, line, f"calls `.{nxt}()`, which is not a shape, pointer or binding "
                                                    f"method"))
     return findings
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))

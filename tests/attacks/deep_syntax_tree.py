@@ -1,19 +1,21 @@
-"""Attack: an editable file whose syntax tree is deeper than the static check's visitors can recurse (found by review:
+"""Attack: an editable file whose syntax tree is deeper than a recursive walk can follow (found by review:
 one line `_z = a.b.b...` with 800 attributes, under `if False:`), so the check raises RecursionError and with it
-`Grader.grade` and `env.step`, instead of grading.
+`Grader.grade` and `env.step`, instead of grading; or deeper than Python's own parser can read.
 
-Defence: `static_check_depth` (a file too deep to walk is a finding of its own: the provenance gate fails with that
-reason).
+Defence: `static_check_depth` (the check walks with an explicit stack, so any tree the parser reads is judged; a file
+the parser cannot read is a finding of its own: the provenance gate fails with that reason).
 Honest twin: the built-in baselines pass the static check (tests/test_provenance.py).
 """
 from kernelgym.grader import provenance
 from kernelgym.grader.provenance import check_source
 
 
-def test_a_syntax_tree_too_deep_to_walk_is_refused_not_raised():
+def test_a_syntax_tree_too_deep_to_recurse_is_judged_not_raised():
     deep = "import torch\n\ndef rmsnorm(x, w, eps=1e-6):\n    if False:\n        _z = a" + ".b" * 800 + "\n    return x\n"
-    findings = check_source({"kernel.py": deep}, "kernel.py:rmsnorm", "reference.py:rmsnorm_reference")
-    assert [f.what for f in findings] == [provenance.TOO_DEEP]
+    assert check_source({"kernel.py": deep}, "kernel.py:rmsnorm", "reference.py:rmsnorm_reference") == []
+    cheat = deep.replace("_z = a", "_z = torch.nn.functional.silu(x).a")
+    findings = check_source({"kernel.py": cheat}, "kernel.py:rmsnorm", "reference.py:rmsnorm_reference")
+    assert [f.rule for f in findings] == ["module_names_allowed"], findings
 
 
 def test_a_file_the_parser_runs_out_of_memory_on_is_refused_not_raised():

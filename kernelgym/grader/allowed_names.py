@@ -1,0 +1,197 @@
+"""The names the static check allows, listed ahead: what a kernel file may reach of torch, triton, math and os.
+
+Plain data, standard library only, read by `kernelgym/grader/provenance.py` (which runs in a sandboxed process of its
+own and never imports a module to resolve a name). The Triton and torch lists were read off triton 3.7.1 and torch
+2.13.0 (public, non-module names); tests/test_provenance.py checks each Triton name against the installed Triton (it
+must exist and not be a module), so a module never slips in under a function's name.
+"""
+
+#: ``triton.language.<name>``: its public functions, dtypes and ``constexpr`` (not its submodules, nor its IR type classes).
+TL_NAMES = frozenset({
+    'PropagateNan', 'TRITON_MAX_TENSOR_NUMEL', 'abs', 'add', 'advance', 'arange', 'argmax', 'argmin',
+    'associative_scan', 'assume', 'atomic_add', 'atomic_and', 'atomic_cas', 'atomic_max', 'atomic_min', 'atomic_or',
+    'atomic_xchg', 'atomic_xor', 'bfloat16', 'bitonic_merge', 'broadcast', 'broadcast_to', 'cast', 'cat', 'cdiv',
+    'ceil', 'clamp', 'condition', 'constexpr', 'cos', 'cumprod', 'cumsum', 'debug_barrier', 'device_assert',
+    'device_print', 'div_rn', 'dot', 'dot_scaled', 'erf', 'exp', 'exp2', 'expand_dims', 'fdiv', 'flip', 'float16',
+    'float32', 'float64', 'float8e4b15', 'float8e4b8', 'float8e4nv', 'float8e5', 'float8e5b16', 'floor', 'fma',
+    'full', 'gather', 'histogram', 'inline_asm_elementwise', 'int1', 'int16', 'int32', 'int64', 'int8',
+    'interleave', 'join', 'load', 'load_tensor_descriptor', 'log', 'log2', 'make_block_ptr',
+    'make_tensor_descriptor', 'map_elementwise', 'max', 'max_constancy', 'max_contiguous', 'maximum', 'min',
+    'minimum', 'mul', 'multiple_of', 'num_programs', 'pair_uniform_to_normal', 'permute', 'philox', 'program_id',
+    'rand', 'rand4x', 'randint', 'randint4x', 'randn', 'randn4x', 'range', 'ravel', 'reduce', 'reduce_or',
+    'reshape', 'rsqrt', 'sigmoid', 'sin', 'slice', 'softmax', 'sort', 'split', 'sqrt', 'sqrt_rn', 'squeeze',
+    'static_assert', 'static_print', 'static_range', 'store', 'store_tensor_descriptor', 'sub', 'sum', 'swizzle2d',
+    'to_tensor', 'topk', 'trans', 'tuple', 'uint16', 'uint32', 'uint64', 'uint8', 'uint_to_uniform_float', 'umulhi',
+    'unsqueeze', 'view', 'void', 'where', 'xor_sum', 'zeros', 'zeros_like'
+})
+
+#: ``triton.language.math.<name>``.
+TL_MATH_NAMES = frozenset({
+    'abs', 'ceil', 'cos', 'div_rn', 'erf', 'exp', 'exp2', 'fdiv', 'floor', 'fma', 'log', 'log2', 'rsqrt', 'sin',
+    'sqrt', 'sqrt_rn', 'umulhi'
+})
+
+#: ``triton.language.extra.libdevice.<name>``.
+LIBDEVICE_NAMES = frozenset({
+    'abs', 'acos', 'acosh', 'add_rd', 'add_rn', 'add_ru', 'add_rz', 'asin', 'asinh', 'atan', 'atan2', 'atanh',
+    'brev', 'byte_perm', 'cbrt', 'ceil', 'clz', 'copysign', 'cos', 'cosh', 'cospi', 'cyl_bessel_i0',
+    'cyl_bessel_i1', 'div_rd', 'div_rn', 'div_ru', 'div_rz', 'double2float_rd', 'double2float_rn',
+    'double2float_ru', 'double2float_rz', 'double2hiint', 'double2int_rd', 'double2int_rn', 'double2int_ru',
+    'double2int_rz', 'double2ll_rd', 'double2ll_rn', 'double2ll_ru', 'double2ll_rz', 'double2loint',
+    'double2uint_rd', 'double2uint_rn', 'double2uint_ru', 'double2uint_rz', 'double2ull_rd', 'double2ull_rn',
+    'double2ull_ru', 'double2ull_rz', 'double_as_longlong', 'erf', 'erfc', 'erfcinv', 'erfcx', 'erfinv', 'exp',
+    'exp10', 'exp2', 'expm1', 'fast_cosf', 'fast_dividef', 'fast_exp10f', 'fast_expf', 'fast_log10f', 'fast_log2f',
+    'fast_logf', 'fast_powf', 'fast_sinf', 'fast_tanf', 'fast_tanhf', 'fdim', 'ffs', 'finitef', 'float2int_rd',
+    'float2int_rn', 'float2int_ru', 'float2int_rz', 'float2ll_rd', 'float2ll_rn', 'float2ll_ru', 'float2ll_rz',
+    'float2uint_rd', 'float2uint_rn', 'float2uint_ru', 'float2uint_rz', 'float2ull_rd', 'float2ull_rn',
+    'float2ull_ru', 'float2ull_rz', 'float_as_int', 'float_as_uint', 'floor', 'fma', 'fma_rd', 'fma_rn', 'fma_ru',
+    'fma_rz', 'fmod', 'hadd', 'hiloint2double', 'hypot', 'ilogb', 'int2double_rn', 'int2float_rd', 'int2float_rn',
+    'int2float_ru', 'int2float_rz', 'int_as_float', 'isfinited', 'isinf', 'isnan', 'j0', 'j1', 'jn', 'ldexp',
+    'lgamma', 'll2double_rd', 'll2double_rn', 'll2double_ru', 'll2double_rz', 'll2float_rd', 'll2float_rn',
+    'll2float_ru', 'll2float_rz', 'llrint', 'llround', 'log', 'log10', 'log1p', 'log2', 'logb',
+    'longlong_as_double', 'mul24', 'mul_rd', 'mul_rn', 'mul_ru', 'mul_rz', 'mulhi', 'nearbyint', 'nextafter',
+    'norm3d', 'norm4d', 'normcdf', 'normcdfinv', 'popc', 'pow', 'rcbrt', 'rcp64h', 'rcp_rd', 'rcp_rn', 'rcp_ru',
+    'rcp_rz', 'remainder', 'rhadd', 'rhypot', 'rint', 'rnorm3d', 'rnorm4d', 'round', 'rsqrt', 'rsqrt_rn', 'sad',
+    'saturatef', 'scalbn', 'signbit', 'sin', 'sinh', 'sinpi', 'sqrt', 'sqrt_rd', 'sqrt_rn', 'sqrt_ru', 'sqrt_rz',
+    'sub_rd', 'sub_rn', 'sub_ru', 'sub_rz', 'tan', 'tanh', 'tgamma', 'trunc', 'uint2double_rn', 'uint2float_rd',
+    'uint2float_rn', 'uint2float_ru', 'uint2float_rz', 'uint_as_float', 'ull2double_rd', 'ull2double_rn',
+    'ull2double_ru', 'ull2double_rz', 'ull2float_rd', 'ull2float_rn', 'ull2float_ru', 'ull2float_rz', 'y0', 'y1',
+    'yn'
+})
+
+#: ``triton.language.extra.cuda.libdevice.<name>``.
+CUDA_LIBDEVICE_NAMES = frozenset({
+    'abs', 'acos', 'acosh', 'add_rd', 'add_rn', 'add_ru', 'add_rz', 'asin', 'asinh', 'atan', 'atan2', 'atanh',
+    'brev', 'byte_perm', 'cbrt', 'ceil', 'clz', 'copysign', 'cos', 'cosh', 'cospi', 'cyl_bessel_i0',
+    'cyl_bessel_i1', 'div_rd', 'div_rn', 'div_ru', 'div_rz', 'double2float_rd', 'double2float_rn',
+    'double2float_ru', 'double2float_rz', 'double2hiint', 'double2int_rd', 'double2int_rn', 'double2int_ru',
+    'double2int_rz', 'double2ll_rd', 'double2ll_rn', 'double2ll_ru', 'double2ll_rz', 'double2loint',
+    'double2uint_rd', 'double2uint_rn', 'double2uint_ru', 'double2uint_rz', 'double2ull_rd', 'double2ull_rn',
+    'double2ull_ru', 'double2ull_rz', 'double_as_longlong', 'erf', 'erfc', 'erfcinv', 'erfcx', 'erfinv', 'exp',
+    'exp10', 'exp2', 'expm1', 'fast_cosf', 'fast_dividef', 'fast_exp10f', 'fast_expf', 'fast_log10f', 'fast_log2f',
+    'fast_logf', 'fast_powf', 'fast_sinf', 'fast_tanf', 'fdim', 'ffs', 'finitef', 'float2int_rd', 'float2int_rn',
+    'float2int_ru', 'float2int_rz', 'float2ll_rd', 'float2ll_rn', 'float2ll_ru', 'float2ll_rz', 'float2uint_rd',
+    'float2uint_rn', 'float2uint_ru', 'float2uint_rz', 'float2ull_rd', 'float2ull_rn', 'float2ull_ru',
+    'float2ull_rz', 'float_as_int', 'float_as_uint', 'floor', 'fma', 'fma_rd', 'fma_rn', 'fma_ru', 'fma_rz', 'fmod',
+    'hadd', 'hiloint2double', 'hypot', 'ilogb', 'int2double_rn', 'int2float_rd', 'int2float_rn', 'int2float_ru',
+    'int2float_rz', 'int_as_float', 'isfinited', 'isinf', 'isnan', 'j0', 'j1', 'jn', 'ldexp', 'lgamma',
+    'll2double_rd', 'll2double_rn', 'll2double_ru', 'll2double_rz', 'll2float_rd', 'll2float_rn', 'll2float_ru',
+    'll2float_rz', 'llrint', 'llround', 'log', 'log10', 'log1p', 'log2', 'logb', 'longlong_as_double', 'mul24',
+    'mul_rd', 'mul_rn', 'mul_ru', 'mul_rz', 'mulhi', 'nearbyint', 'nextafter', 'norm3d', 'norm4d', 'normcdf',
+    'normcdfinv', 'popc', 'pow', 'rcbrt', 'rcp64h', 'rcp_rd', 'rcp_rn', 'rcp_ru', 'rcp_rz', 'remainder', 'rhadd',
+    'rhypot', 'rint', 'rnorm3d', 'rnorm4d', 'round', 'rsqrt', 'rsqrt_rn', 'sad', 'saturatef', 'scalbn', 'signbit',
+    'sin', 'sinh', 'sinpi', 'sqrt', 'sqrt_rd', 'sqrt_rn', 'sqrt_ru', 'sqrt_rz', 'sub_rd', 'sub_rn', 'sub_ru',
+    'sub_rz', 'tan', 'tanh', 'tgamma', 'trunc', 'uint2double_rn', 'uint2float_rd', 'uint2float_rn', 'uint2float_ru',
+    'uint2float_rz', 'uint_as_float', 'ull2double_rd', 'ull2double_rn', 'ull2double_ru', 'ull2double_rz',
+    'ull2float_rd', 'ull2float_rn', 'ull2float_ru', 'ull2float_rz', 'y0', 'y1', 'yn'
+})
+
+#: ``triton.language.extra.hip.libdevice.<name>``.
+HIP_LIBDEVICE_NAMES = frozenset({
+    'abs', 'acos', 'acosh', 'asin', 'asinh', 'atan', 'atan2', 'atanh', 'ceil', 'copysign', 'cos', 'cosh',
+    'cyl_bessel_i0', 'cyl_bessel_i1', 'erf', 'erfc', 'erfcx', 'erfinv', 'exp', 'exp2', 'expm1', 'fast_dividef',
+    'fast_expf', 'fast_tanhf', 'finitef', 'floor', 'fma', 'fmod', 'hypot', 'ilogb', 'isfinited', 'isinf', 'isnan',
+    'j0', 'j1', 'ldexp', 'lgamma', 'llrint', 'log', 'log10', 'log1p', 'log2', 'nearbyint', 'nextafter', 'pow',
+    'rint', 'round', 'rsqrt', 'signbit', 'sin', 'sinh', 'sqrt', 'tan', 'tanh', 'trunc', 'y0', 'y1'
+})
+
+#: ``triton.language.extra.cuda.<name>``.
+TL_EXTRA_CUDA_NAMES = frozenset({
+    'convert_custom_float8_sm70', 'convert_custom_float8_sm80', 'gdc_launch_dependents', 'gdc_wait', 'globaltimer',
+    'num_threads', 'num_warps', 'smid'
+})
+
+#: ``triton.language.extra.hip.<name>``.
+TL_EXTRA_HIP_NAMES = frozenset({
+    'memrealtime'
+})
+
+#: Attributes and methods of Triton's own values a kernel body may use (``x.to(...)``, ``p.dtype.element_ty``): tl.tensor's public methods, dtype predicates, constexpr's ``value``. Not ``handle`` or ``data``: on the CPU interpreter they are the numpy arrays behind a value.
+TL_TENSOR_ATTRIBUTES = frozenset({
+    'T', 'abs', 'advance', 'argmax', 'argmin', 'associative_scan', 'atomic_add', 'atomic_and', 'atomic_cas',
+    'atomic_max', 'atomic_min', 'atomic_or', 'atomic_xchg', 'atomic_xor', 'broadcast_to', 'cast', 'cdiv', 'ceil',
+    'cos', 'cumprod', 'cumsum', 'dtype', 'element_ty', 'erf', 'exp', 'exp2', 'expand_dims', 'flip', 'floor',
+    'gather', 'histogram', 'is_bf16', 'is_block', 'is_bool', 'is_const', 'is_dtype', 'is_floating', 'is_fp16',
+    'is_fp32', 'is_fp64', 'is_fp8', 'is_fp8e4b15', 'is_fp8e4b8', 'is_fp8e4nv', 'is_fp8e5', 'is_fp8e5b16', 'is_int',
+    'is_int1', 'is_int16', 'is_int32', 'is_int64', 'is_int8', 'is_int_signed', 'is_int_unsigned', 'is_ptr',
+    'is_standard_floating', 'is_uint16', 'is_uint32', 'is_uint64', 'is_uint8', 'is_void', 'item', 'log', 'log2',
+    'logical_and', 'logical_or', 'max', 'min', 'numel', 'permute', 'primitive_bitwidth', 'ravel', 'reduce',
+    'reduce_or', 'reshape', 'rsqrt', 'scalar', 'shape', 'sigmoid', 'sin', 'softmax', 'sort', 'split', 'sqrt',
+    'sqrt_rn', 'store', 'sum', 'to', 'trans', 'type', 'value', 'view', 'xor_sum'
+})
+
+#: ``math.<name>``: pure functions and constants.
+MATH_NAMES = frozenset({
+    'acos', 'acosh', 'asin', 'asinh', 'atan', 'atan2', 'atanh', 'cbrt', 'ceil', 'comb', 'copysign', 'cos', 'cosh',
+    'degrees', 'dist', 'e', 'erf', 'erfc', 'exp', 'exp2', 'expm1', 'fabs', 'factorial', 'floor', 'fmod', 'frexp',
+    'fsum', 'gamma', 'gcd', 'hypot', 'inf', 'isclose', 'isfinite', 'isinf', 'isnan', 'isqrt', 'lcm', 'ldexp',
+    'lgamma', 'log', 'log10', 'log1p', 'log2', 'modf', 'nan', 'nextafter', 'perm', 'pi', 'pow', 'prod', 'radians',
+    'remainder', 'sin', 'sinh', 'sqrt', 'tan', 'tanh', 'tau', 'trunc', 'ulp'
+})
+
+#: Public methods of ``torch.Tensor`` (torch 2.13.0): one of these taken as a value on the host (``f = x.multiply``) hides
+#: the method call it is later.
+TORCH_TENSOR_METHODS = frozenset({
+    'abs', 'abs_', 'absolute', 'absolute_', 'acos', 'acos_', 'acosh', 'acosh_', 'add', 'add_', 'addbmm', 'addbmm_',
+    'addcdiv', 'addcdiv_', 'addcmul', 'addcmul_', 'addmm', 'addmm_', 'addmv', 'addmv_', 'addr', 'addr_', 'adjoint',
+    'all', 'allclose', 'amax', 'amin', 'aminmax', 'angle', 'any', 'apply_', 'arccos', 'arccos_', 'arccosh',
+    'arccosh_', 'arcsin', 'arcsin_', 'arcsinh', 'arcsinh_', 'arctan', 'arctan2', 'arctan2_', 'arctan_', 'arctanh',
+    'arctanh_', 'argmax', 'argmin', 'argsort', 'argwhere', 'as_strided', 'as_strided_', 'as_strided_scatter',
+    'as_subclass', 'asin', 'asin_', 'asinh', 'asinh_', 'atan', 'atan2', 'atan2_', 'atan_', 'atanh', 'atanh_',
+    'backward', 'baddbmm', 'baddbmm_', 'bernoulli', 'bernoulli_', 'bfloat16', 'bincount', 'bitwise_and',
+    'bitwise_and_', 'bitwise_left_shift', 'bitwise_left_shift_', 'bitwise_not', 'bitwise_not_', 'bitwise_or',
+    'bitwise_or_', 'bitwise_right_shift', 'bitwise_right_shift_', 'bitwise_xor', 'bitwise_xor_', 'bmm', 'bool',
+    'broadcast_to', 'byte', 'cauchy_', 'ccol_indices', 'cdouble', 'ceil', 'ceil_', 'cfloat', 'chalf', 'char',
+    'cholesky', 'cholesky_inverse', 'cholesky_solve', 'chunk', 'clamp', 'clamp_', 'clamp_max', 'clamp_max_',
+    'clamp_min', 'clamp_min_', 'clip', 'clip_', 'clone', 'coalesce', 'col_indices', 'conj', 'conj_physical',
+    'conj_physical_', 'const_data_ptr', 'contiguous', 'copy_', 'copysign', 'copysign_', 'corrcoef', 'cos', 'cos_',
+    'cosh', 'cosh_', 'count_nonzero', 'cov', 'cpu', 'cross', 'crow_indices', 'cuda', 'cummax', 'cummin', 'cumprod',
+    'cumprod_', 'cumsum', 'cumsum_', 'data_ptr', 'deg2rad', 'deg2rad_', 'dense_dim', 'dequantize', 'det', 'detach',
+    'detach_', 'diag', 'diag_embed', 'diagflat', 'diagonal', 'diagonal_scatter', 'diff', 'digamma', 'digamma_',
+    'dim', 'dim_order', 'dist', 'div', 'div_', 'divide', 'divide_', 'dot', 'double', 'dsplit', 'eig',
+    'element_size', 'eq', 'eq_', 'equal', 'erf', 'erf_', 'erfc', 'erfc_', 'erfinv', 'erfinv_', 'exp', 'exp2',
+    'exp2_', 'exp_', 'expand', 'expand_as', 'expm1', 'expm1_', 'exponential_', 'fill_', 'fill_diagonal_', 'fix',
+    'fix_', 'flatten', 'flip', 'fliplr', 'flipud', 'float', 'float_power', 'float_power_', 'floor', 'floor_',
+    'floor_divide', 'floor_divide_', 'fmax', 'fmin', 'fmod', 'fmod_', 'frac', 'frac_', 'frexp', 'gather', 'gcd',
+    'gcd_', 'ge', 'ge_', 'geometric_', 'geqrf', 'ger', 'get_device', 'greater', 'greater_', 'greater_equal',
+    'greater_equal_', 'gt', 'gt_', 'half', 'hardshrink', 'hash_tensor', 'heaviside', 'heaviside_', 'histc',
+    'histogram', 'hsplit', 'hypot', 'hypot_', 'i0', 'i0_', 'igamma', 'igamma_', 'igammac', 'igammac_', 'index',
+    'index_add', 'index_add_', 'index_copy', 'index_copy_', 'index_fill', 'index_fill_', 'index_put', 'index_put_',
+    'index_reduce', 'index_reduce_', 'index_select', 'indices', 'inner', 'int', 'int_repr', 'inverse', 'ipu',
+    'is_coalesced', 'is_complex', 'is_conj', 'is_contiguous', 'is_distributed', 'is_floating_point', 'is_inference',
+    'is_neg', 'is_nonzero', 'is_pinned', 'is_same_size', 'is_set_to', 'is_shared', 'is_signed', 'isclose',
+    'isfinite', 'isinf', 'isnan', 'isneginf', 'isposinf', 'isreal', 'istft', 'item', 'kron', 'kthvalue', 'lcm',
+    'lcm_', 'ldexp', 'ldexp_', 'le', 'le_', 'lerp', 'lerp_', 'less', 'less_', 'less_equal', 'less_equal_', 'lgamma',
+    'lgamma_', 'log', 'log10', 'log10_', 'log1p', 'log1p_', 'log2', 'log2_', 'log_', 'log_normal_', 'log_softmax',
+    'logaddexp', 'logaddexp2', 'logcumsumexp', 'logdet', 'logical_and', 'logical_and_', 'logical_not',
+    'logical_not_', 'logical_or', 'logical_or_', 'logical_xor', 'logical_xor_', 'logit', 'logit_', 'logsumexp',
+    'long', 'lstsq', 'lt', 'lt_', 'lu', 'lu_solve', 'map2_', 'map_', 'masked_fill', 'masked_fill_',
+    'masked_scatter', 'masked_scatter_', 'masked_select', 'matmul', 'matrix_exp', 'matrix_power', 'max', 'maximum',
+    'mean', 'median', 'min', 'minimum', 'mm', 'mode', 'module_load', 'moveaxis', 'movedim', 'msort', 'mtia', 'mul',
+    'mul_', 'multinomial', 'multiply', 'multiply_', 'mv', 'mvlgamma', 'mvlgamma_', 'nan_to_num', 'nan_to_num_',
+    'nanmean', 'nanmedian', 'nanquantile', 'nansum', 'narrow', 'narrow_copy', 'ndimension', 'ne', 'ne_', 'neg',
+    'neg_', 'negative', 'negative_', 'nelement', 'new', 'new_empty', 'new_empty_strided', 'new_full', 'new_ones',
+    'new_tensor', 'new_zeros', 'nextafter', 'nextafter_', 'nonzero', 'nonzero_static', 'norm', 'normal_',
+    'not_equal', 'not_equal_', 'numel', 'numpy', 'orgqr', 'ormqr', 'outer', 'permute', 'pin_memory', 'pinverse',
+    'polygamma', 'polygamma_', 'positive', 'pow', 'pow_', 'prelu', 'prod', 'put', 'put_', 'q_per_channel_axis',
+    'q_per_channel_scales', 'q_per_channel_zero_points', 'q_scale', 'q_zero_point', 'qr', 'qscheme', 'quantile',
+    'rad2deg', 'rad2deg_', 'random_', 'ravel', 'reciprocal', 'reciprocal_', 'record_stream', 'register_hook',
+    'register_post_accumulate_grad_hook', 'reinforce', 'relu', 'relu_', 'remainder', 'remainder_', 'renorm',
+    'renorm_', 'repeat', 'repeat_interleave', 'requires_grad_', 'reshape', 'reshape_as', 'resize', 'resize_',
+    'resize_as', 'resize_as_', 'resize_as_sparse_', 'resolve_conj', 'resolve_neg', 'retain_grad', 'roll', 'rot90',
+    'round', 'round_', 'row_indices', 'rsqrt', 'rsqrt_', 'scatter', 'scatter_', 'scatter_add', 'scatter_add_',
+    'scatter_reduce', 'scatter_reduce_', 'select', 'select_scatter', 'set_', 'sgn', 'sgn_', 'share_memory_',
+    'short', 'sigmoid', 'sigmoid_', 'sign', 'sign_', 'signbit', 'sin', 'sin_', 'sinc', 'sinc_', 'sinh', 'sinh_',
+    'size', 'slice_inverse', 'slice_scatter', 'slogdet', 'smm', 'softmax', 'solve', 'sort', 'sparse_dim',
+    'sparse_mask', 'sparse_resize_', 'sparse_resize_and_clear_', 'split', 'split_with_sizes', 'sqrt', 'sqrt_',
+    'square', 'square_', 'squeeze', 'squeeze_', 'sspaddmm', 'std', 'stft', 'storage', 'storage_offset',
+    'storage_type', 'stride', 'sub', 'sub_', 'subtract', 'subtract_', 'sum', 'sum_to_size', 'svd', 'swapaxes',
+    'swapaxes_', 'swapdims', 'swapdims_', 'symeig', 't', 't_', 'take', 'take_along_dim', 'tan', 'tan_', 'tanh',
+    'tanh_', 'tensor_split', 'tile', 'to', 'to_dense', 'to_mkldnn', 'to_padded_tensor', 'to_sparse',
+    'to_sparse_bsc', 'to_sparse_bsr', 'to_sparse_coo', 'to_sparse_csc', 'to_sparse_csr', 'tolist', 'topk', 'trace',
+    'transpose', 'transpose_', 'triangular_solve', 'tril', 'tril_', 'triu', 'triu_', 'true_divide', 'true_divide_',
+    'trunc', 'trunc_', 'type', 'type_as', 'unbind', 'unflatten', 'unfold', 'uniform_', 'unique',
+    'unique_consecutive', 'unsafe_chunk', 'unsafe_split', 'unsafe_split_with_sizes', 'unsqueeze', 'unsqueeze_',
+    'untyped_storage', 'values', 'var', 'vdot', 'view', 'view_as', 'vsplit', 'where', 'xlogy', 'xlogy_', 'xpu',
+    'zero_'
+})
