@@ -4,6 +4,7 @@
 #     bash benchmarks/gpu_plan.sh 1b SKIP     # issue 14: the rest; SKIP = comma-separated tasks call 1 finished
 #     bash benchmarks/gpu_plan.sh 2           # issue 11: where the timing bias comes from; the observer; self-grading
 #     bash benchmarks/gpu_plan.sh 3           # issue 13: the main job
+#     bash benchmarks/gpu_plan.sh 4           # issue 22: the rmsnorm baseline and the provenance attack classes
 # Each writes its files under $OUT (the device tool brings them back); copy them into benchmarks/results/ with the
 # machine and date, and say what they show in benchmarks/results/README.md. Merge the suite's runs into one table:
 #     python benchmarks/task_suite.py --merge RUN.json... --out benchmarks/results/DATE-task-suite.json
@@ -31,5 +32,13 @@ case "$1" in
     timeout 450 python3 -m kernelgym.cli run --task triton-rmsnorm --policy tuner --run-dir /tmp/main-job > "$OUT/main_job.log" 2>&1
     cp -r /tmp/main-job "$OUT/main-job" 2>/dev/null
     tail -25 "$OUT/main_job.log" ;;
-  *) echo "usage: bash benchmarks/gpu_plan.sh 1|1b SKIP|2|3" >&2; exit 2 ;;
+  4)
+    # The baseline 5 times (220 +- 1%), each attack class with the default settings and with the static check off
+    # (the outside observer alone), then the observer's own attacks and honest twins once.
+    timeout 400 python3 benchmarks/provenance_check.py --out "$OUT/provenance_check.json" --n 5 > "$OUT/provenance_check.log" 2>&1
+    grep -E "^==" "$OUT/provenance_check.log" | cut -c1-160
+    sed -n '/^{/,$p' "$OUT/provenance_check.log" | tail -30
+    timeout 150 python3 benchmarks/observer_check.py --out "$OUT/observer_check.json" --n 2 --only torch,forged,honest > "$OUT/observer_check.log" 2>&1
+    grep -E "^==" "$OUT/observer_check.log" | cut -c1-200 ;;
+  *) echo "usage: bash benchmarks/gpu_plan.sh 1|1b SKIP|2|3|4" >&2; exit 2 ;;
 esac
