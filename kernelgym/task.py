@@ -116,6 +116,21 @@ class TaskSpec(BaseModel):
     (``cpu`` for the interpreter) or arch, mapped to the reason (e.g. the interpreter rounds to fp8 wrongly).
     Validate, the env and the test suite skip the task there, giving the reason."""
 
+    allowed_torch_ops: list[str] = Field(default_factory=list)
+    """PyTorch operators (aten overload packet names: ``arange``, ``index_select``) the entry point may run outside
+    its kernels, beyond the allocation, views, copies and fills every task allows (`protocol.ALLOWED_TORCH_OPS`):
+    the harness's dynamic check fails a config whose call runs any other (docs/TASKS.md)."""
+
+    @field_validator("allowed_torch_ops")
+    @classmethod
+    def _op_names(cls, ops: list[str]) -> list[str]:
+        import re
+        for op in ops:
+            if not re.fullmatch(r"[a-z_][a-z0-9_]*", op):
+                raise ValueError(f"allowed_torch_ops: {op!r} is not an aten operator name (an overload packet, as "
+                                 f"`arange` or `index_select`, without `aten.` or an overload)")
+        return ops
+
     @field_validator("editable_files")
     @classmethod
     def _relative(cls, files: list[str]) -> list[str]:

@@ -98,10 +98,11 @@ def _grade_baseline(task: Task, hardware: HardwareProfile, work_dir: Path, sandb
     """Grade the pristine task folder as a submission (compile and correctness only): (correct, report)."""
     from kernelgym.grader import Grader, GraderConfig
     # A torch2* task's baseline is the PyTorch module (the time to beat, not an answer): the static check and the
-    # observer refuse its library work by design, so validate grades it without them.
+    # observer (and the dynamic check, where no observer runs) refuse its library work by design, so validate grades it
+    # without them.
     from_torch = task.spec.kind.startswith("torch2")
     config = GraderConfig(sandbox=sandbox, warm_worker=False, measure=False,
-                          **({"static_check": False, "observer": "off"} if from_torch else {}))
+                          **({"static_check": False, "dynamic_check": False, "observer": "off"} if from_torch else {}))
     grade = Grader(task, hardware, work_dir, config).grade(task.root, seed=SEED)
     return grade.correct, grade.summary()
 

@@ -21,6 +21,7 @@ def test_baseline_scores_120_on_interpreter(grade):
     assert g.score == 120.0 and g.compiled and g.correct
     assert g.stages[2].passed is None and "not measured on the CPU interpreter" in g.stages[2].messages[0]
     assert all(c["correct"] for c in g.configs) and g.speedup is None
+    assert g.checks["dynamic_check"] == "passed"
 
 
 def test_syntax_error_scores_0(grade):

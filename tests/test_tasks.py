@@ -139,3 +139,13 @@ def test_an_editable_file_spelled_with_dot_slash_is_copied_once(task_copy, tmp_p
     dest = tmp_path / "grading"
     dest.mkdir()
     assert copy_candidate(task, task_copy, dest) == [] and (dest / "kernel.py").is_file()
+
+
+def test_allowed_torch_ops_are_operator_names(task_copy):
+    assert load_task(TASK_DIR).spec.allowed_torch_ops == []
+    edit(task_copy, allowed_torch_ops=["arange", "index_select"])
+    assert load_task(task_copy).spec.allowed_torch_ops == ["arange", "index_select"]
+    for bad in ("aten.arange.default", "Arange", "arange; rm"):
+        edit(task_copy, allowed_torch_ops=[bad])
+        with pytest.raises(TaskSpecError, match=r"field `allowed_torch_ops`: .*is not an aten operator name"):
+            load_task(task_copy)

@@ -23,4 +23,5 @@ def test_validate_grades_a_torch2_baseline_without_the_provenance_checks(tmp_pat
         assert validate._grade_baseline(get_task(name), hw, tmp_path / name, "none") == (True, "ok")
     assert get_task("cuda-attention").spec.kind == "torch2cuda" and get_task("cuda-gelu").spec.kind == "cuda2cuda"
     assert not seen["cuda-attention"].static_check and seen["cuda-attention"].observer == "off"
-    assert seen["cuda-gelu"].static_check and seen["cuda-gelu"].observer == "auto"
+    assert not seen["cuda-attention"].dynamic_check
+    assert seen["cuda-gelu"].static_check and seen["cuda-gelu"].observer == "auto" and seen["cuda-gelu"].dynamic_check

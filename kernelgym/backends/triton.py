@@ -51,13 +51,74 @@ def is_compile_error(exc):
     return any("CompilationError" in cls.__name__ for cls in type(exc).__mro__)
 
 
+def launch_argument_checker():
+    """A function ``check(kernel, args, kwargs)`` that raises TypeError, naming the parameter, for a launch argument
+    of `kernel` (a JITFunction or InterpretedFunction) that is not a plain value: exactly a ``torch.Tensor`` (not a
+    subclass), an int, float, bool, str or None, a torch or Triton dtype, a ``tl.constexpr`` of one of those, or a
+    plain tuple of such values (Triton's tuple arguments, whose tensors become pointers); and Triton's own wrappers of
+    a plain tensor (``triton.reinterpret``'s TensorWrapper, a TensorDescriptor). A tensor for a ``tl.constexpr``
+    parameter is refused too. Keyword arguments that name no parameter are launch options (num_warps, num_stages,
+    grid...) and are left to Triton.
+
+    Why: on the CPU interpreter a kernel's body runs as Python and gets every argument that is not a tensor or a
+    tuple as it is (a list of tensors, an object), on which it could compute with PyTorch or Python. Types are bound
+    here, when the counter is installed, before the checked calls."""
+    import torch
+    import triton.language as tl
+    from triton.runtime.jit import TensorWrapper, _normalize_ty
+    try:
+        from triton.tools.tensor_descriptor import TensorDescriptor
+    except ImportError:  # older Triton
+        TensorDescriptor = None
+    tensor, torch_dtype, tl_dtype, constexpr = torch.Tensor, torch.dtype, tl.dtype, tl.constexpr
+    scalars = (int, float, bool, str, type(None))
+
+    def scalar(v):
+        return type(v) in scalars or type(v) is torch_dtype or isinstance(v, tl_dtype)
+
+    def plain(v, is_constexpr, depth=0):
+        if scalar(v):
+            return True
+        if type(v) is constexpr:
+            return scalar(v.value)
+        if type(v) is tuple and depth < 8:
+            return all(plain(x, is_constexpr, depth + 1) for x in v)
+        if is_constexpr:
+            return False
+        if type(v) is tensor:
+            return True
+        if type(v) is TensorWrapper:
+            return type(v.base) is tensor and isinstance(v.dtype, tl_dtype)
+        if TensorDescriptor is not None and type(v) is TensorDescriptor:
+            return (type(v.base) is tensor and all(type(x) is int for part in (v.shape, v.strides, v.block_shape)
+                                                   for x in part) and type(v.padding) is str)
+        return False
+
+    def check(kernel, args, kwargs):
+        names = list(getattr(kernel, "arg_names", ()))
+        fn = getattr(kernel, "fn", None)
+        annotations = getattr(fn, "__annotations__", {}) or {}
+        const = {n for n in names if _normalize_ty(annotations.get(n)) == "constexpr"}
+        given = [(names[i] if i < len(names) else f"#{i}", v) for i, v in enumerate(args)]
+        given += [(k, v) for k, v in kwargs.items() if k in names]
+        for name, value in given:
+            if not plain(value, name in const):
+                what = f"{type(value).__module__}.{type(value).__qualname__}"
+                raise TypeError(f"launch of Triton kernel {getattr(fn, '__name__', '?')!r}: parameter {name!r} got a "
+                                f"{what}{' (a tensor for a tl.constexpr)' if name in const else ''}; a kernel takes "
+                                f"plain torch.Tensor, int, float, bool, str, None, dtype or tl.constexpr arguments, "
+                                f"or tuples of them (not lists, not tensor subclasses)")
+    return check
+
+
 class LaunchCounter:
     """Counts launches of ``@triton.jit`` functions defined in files under `directory` (the candidate's), by wrapping
-    ``JITFunction.run`` and the interpreter's ``InterpretedFunction.run``. `installed` is False where neither can be
+    ``JITFunction.run`` and the interpreter's ``InterpretedFunction.run``, and refuses their launches with an argument
+    that is not a plain value (`launch_argument_checker`: TypeError). `installed` is False where neither can be
     wrapped (then nothing can be required of the candidate).
 
     A candidate that launches a token kernel and computes with PyTorch still counts; this blocks the plain
-    fallback only."""
+    fallback only (the harness's dynamic check, where it runs, sees the PyTorch work)."""
 
     what = "Triton kernel"
 
@@ -75,11 +136,14 @@ class LaunchCounter:
         except ImportError:
             pass
         counter = self
+        check = launch_argument_checker() if classes else None
         for cls in classes:
             def run(self, *args, _orig=cls.run, **kwargs):
                 code = getattr(getattr(self, "fn", None), "__code__", None)
-                if not kwargs.get("warmup") and code is not None and code.co_filename.startswith(directory):
-                    counter.count += 1
+                if code is not None and code.co_filename.startswith(directory):
+                    check(self, args, kwargs)
+                    if not kwargs.get("warmup"):
+                        counter.count += 1
                 return _orig(self, *args, **kwargs)
             cls.run = run
         self.installed = bool(classes)

@@ -352,6 +352,29 @@ DEFENCES: tuple[Defence, ...] = (
             "launched, counted at run time where the static check reads only source; the counter lives in the "
             "candidate's process, which can bump it itself (README, known limits)",
             "kernelgym.backends.triton:LaunchCounter", _a("pytorch_fallback_no_launch"), "ci"),
+    Defence("dynamic_torch_op_check", "PyTorch computing the outputs on the host beside a token launch of the "
+            "candidate's kernel, where no outside observer runs (the CPU interpreter, AMD): tensor operators the "
+            "static check cannot tell from integer arithmetic (`y[:] = x * w`), an index (`weight[ids]`), ATen "
+            "called from a C++ binding; or popping the harness's mode to compute unseen",
+            "the harness records every operator each checked call runs in a TorchDispatchMode of its own, bound "
+            "before any candidate code is imported, which sees the wrapper, Triton's interpreter and kernel bodies "
+            "alike; a config fails where one is not allocation, a view, a copy or a fill (protocol.ALLOWED_TORCH_OPS, "
+            "and the task's allowed_torch_ops), or where the call left the dispatch-mode stack otherwise than it "
+            "found it. Exited before the outputs are taken, so no_torch_mode_active still holds. Off where the "
+            "observer runs, whose kernel list does this job. Thread-local (threads are refused statically); host "
+            "reads that are no operator (`.tolist()`, `.numpy()`) and a private torch call that suspends the mode "
+            "and restores it are left to the static check",
+            "kernelgym.grader.harness:OpRecorder", _a("host_tensor_arithmetic"), "ci"),
+    Defence("launch_arguments_checked", "a Python list (or any object) holding the wrapper's tensors passed into a "
+            "Triton kernel: on the CPU interpreter the kernel's body gets it as it is and computes with torch "
+            "methods on the tensors, while the launch counts as the candidate's own",
+            "the launch counter's wrapper of JITFunction.run and InterpretedFunction.run refuses (TypeError naming "
+            "the parameter) any argument of a candidate's kernel that is not exactly a torch.Tensor, an int, float, "
+            "bool, str or None, a torch or Triton dtype, a tl.constexpr of one, or a plain tuple of those (Triton "
+            "turns tuples' tensors into pointers), and a tensor for a tl.constexpr parameter; Triton's own "
+            "TensorWrapper and TensorDescriptor of a plain tensor pass. Types, not the body: whatever the body does "
+            "with a pointer stays Triton's",
+            "kernelgym.backends.triton:launch_argument_checker", _a("tensor_list_into_kernel"), "ci"),
     Defence("outputs_own_memory", "an input returned as the output (or two outputs in one block), which the "
             "poison and the next input set overwrite, so the per-run check blames the baseline",
             "a returned output must have storage of its own, not an argument's or another output's; outputs written "

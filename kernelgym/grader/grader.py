@@ -144,6 +144,11 @@ class GraderConfig:
     static_check: bool = True
     """Refuse candidates whose Python computes with PyTorch on the entry point's path, or imports the reference
     (provenance.py): a config counts only where the candidate's own kernels did the work."""
+    dynamic_check: bool = True
+    """Where no outside observer runs (the CPU interpreter, AMD GPUs, `observer` 'off'): the harness records every
+    PyTorch operator each checked call runs, in a dispatch mode of its own, and fails a config where one computes
+    (anything but allocation, views, copies and fills, `protocol.ALLOWED_TORCH_OPS`, and the task's
+    `allowed_torch_ops`). Where the observer runs, its kernel list does this job."""
     early_compare: bool = True
     """Compare the candidate's outputs with the references as the harness writes them, while it still runs (the
     verdicts are the same: every file is checked again once no candidate code runs; tests/test_fast_path.py)."""
@@ -410,6 +415,10 @@ class Grader:
         perf_stage, speedups = Stage("performance", None), None
         if compile_stage.passed:
             correct_stage, rows = self.check_correctness(session, check, provenance)
+            # The harness ran it whatever the static check found: both verdicts are reported.
+            if checks["dynamic_check"] == "pending" and check.configs:
+                checks["dynamic_check"] = ("failed" if any(c.dynamic_check_failed for c in check.configs)
+                                           else "passed")
             if checks["disk"].startswith("failed"):
                 correct_stage.passed = False
                 correct_stage.messages.append(checks["disk"])
@@ -467,6 +476,8 @@ class Grader:
         checks = []
         if self.config.static_check:
             checks.append("static check of the sources (Python syntax tree; C++ tokens)")
+        if self._dynamic_check:
+            checks.append("a record of the PyTorch operators each checked call ran")
         if getattr(self.backend, "LaunchCounter", None) is not None:
             checks.append(f"a launch counter of the candidate's own {self.backend.LANGUAGE} kernels")
         observer = self.observer_unavailable()
@@ -510,6 +521,12 @@ class Grader:
     def _observer_name(self) -> str:
         return "the CUPTI kernel tracer" if self._tool == "tracer" else "Nsight Compute"
 
+    @property
+    def _dynamic_check(self) -> bool:
+        """Whether the harness runs the dynamic check (`GraderConfig.dynamic_check`): asked for, and no outside
+        observer on this machine."""
+        return self.config.dynamic_check and self.observer_unavailable() is not None
+
     def _checks_planned(self, provenance: list[str]) -> dict[str, str]:
         """The grade's ``checks`` before the gates run: what will run (``pending``) and why the rest will not."""
         counter = getattr(self.backend, "LaunchCounter", None) is not None
@@ -520,7 +537,10 @@ class Grader:
         if unavailable and self.config.observer == "required":
             unavailable = "pending"  # `observe` fails the grading, saying why
         observer = unavailable or "pending"
+        dynamic = ("pending" if self._dynamic_check else "off" if not self.config.dynamic_check
+                   else "off: the outside observer lists the kernels on this machine")
         return {"static_check": ("failed" if provenance else "passed") if self.config.static_check else "off",
+                "dynamic_check": dynamic,
                 "launch_counter": "ran in the candidate's process" if counter
                 else f"none for {self.backend.LANGUAGE} kernels",
                 "observer": observer,
@@ -1037,7 +1057,8 @@ class Grader:
                        baseline_directory=str(self.baseline_dir) if timed else None,
                        warmup=self.config.warmup, reps=self.config.reps, rounds=self.config.rounds,
                        input_sets=self.config.input_sets, flush_bytes=self.hardware.flush_bytes,
-                       tolerances=tolerances, **build_dirs)
+                       tolerances=tolerances, dynamic_check=self._dynamic_check,
+                       allowed_torch_ops=list(spec.allowed_torch_ops), **build_dirs)
 
     def _readonly(self) -> list[Path]:
         """Paths the candidate's sandbox sees read-only besides `HARNESS_FILES`: the pristine baseline, and (compiled

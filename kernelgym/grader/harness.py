@@ -38,6 +38,7 @@ import time
 import traceback
 
 import torch
+import torch.utils._python_dispatch
 
 # Bound before any candidate code runs: a candidate that later patches torch.cuda.Event.record,
 # CUDAGraph.replay, synchronize or Tensor.zero_ does not reach the timer's own references.
@@ -55,6 +56,9 @@ _fill = torch.Tensor.fill_
 _isclose = torch.isclose
 _all = torch.Tensor.all
 _randbelow = secrets.randbelow
+_TorchDispatchMode = torch.utils._python_dispatch.TorchDispatchMode
+_mode_enter, _mode_exit = _TorchDispatchMode.__enter__, _TorchDispatchMode.__exit__
+_dispatch_stack_at = torch._C._get_dispatch_stack_at
 try:
     import torch.utils.serialization
     torch.utils.serialization.config.save.compute_crc32 = False  # see _save
@@ -118,6 +122,62 @@ def _plain(out):
                        "could be computed when copied out rather than by the kernel")
 
 
+class ProvenanceError(RuntimeError):
+    """The dynamic check failed a checked call: PyTorch computed during it, or the call changed the dispatch-mode
+    stack (see `OpRecorder`)."""
+
+
+class OpRecorder(_TorchDispatchMode):
+    """A dispatch mode that records every PyTorch operator run while it is active and not in `allowed` (overload
+    packet names, `protocol.ALLOWED_TORCH_OPS` and the task's own), by full name (``aten.mul.Tensor``), in the order
+    first seen. Entered around each checked call (`recorded_call`), so it sees the wrapper's host code, the ops
+    Triton's interpreter runs for a launch and anything a kernel body runs there. Defined and bound here, before any
+    candidate code is imported. Dispatch modes are thread-local: work in another thread is not seen (the static check
+    refuses threads)."""
+
+    def __init__(self, allowed):
+        super().__init__()
+        self.allowed = frozenset(allowed)
+        self.refused = {}
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        packet = getattr(func, "overloadpacket", None)
+        name = getattr(packet, "__name__", None)
+        if getattr(func, "namespace", None) != "aten" or name not in self.allowed:
+            self.refused.setdefault(str(func), None)
+        return func(*args, **(kwargs or {}))
+
+
+def recorded_call(fn, args, allowed):
+    """`fn(*args)` inside an `OpRecorder`, exited before the result is returned (so `_plain` sees only what the
+    candidate left).
+
+    Raises:
+        ProvenanceError: the call left the dispatch-mode stack otherwise than it found it (a mode pushed or popped:
+            the recorder could be bypassed, or a mode left to compute later), or ran an operator outside `allowed`;
+            either wins over an error of the call's own.
+        whatever `fn` raises, otherwise."""
+    depth = _dispatch_modes()
+    recorder = OpRecorder(allowed)
+    error, ret = None, None
+    _mode_enter(recorder)
+    try:
+        ret = fn(*args)
+    except Exception as exc:  # noqa: BLE001 - raised again below, unless the check has its own error
+        error = exc
+    if not (_dispatch_modes() == depth + 1 and _dispatch_stack_at(depth) is recorder):
+        raise ProvenanceError(f"provenance: the call pushed or popped a torch dispatch mode (the harness left "
+                              f"{depth + 1}, its own on top; {_dispatch_modes()} after the call)") from error
+    _mode_exit(recorder, None, None, None)
+    if recorder.refused:
+        ops = ", ".join(f"`{op}`" for op in list(recorder.refused)[:8])
+        raise ProvenanceError(f"provenance: PyTorch computed {ops} during the call (only allocation, views, copies and "
+                              f"fills may run outside the candidate's kernels)") from error
+    if error is not None:
+        raise error
+    return ret
+
+
 def collect(ret, args, slots):
     """The outputs of one call in the task's declared order (`protocol.arrange_outputs`), each a plain tensor
     (`_plain`) and each returned one in memory of its own.
@@ -150,8 +210,11 @@ def check(req, fn, inputs, backend, warmup_inputs=()):
 
     Where the backend counts launches, a config also fails when no kernel from the candidate's own files was
     launched: the work was done some other way (a PyTorch fallback). A candidate that launches a token kernel
-    and computes with PyTorch still passes this check; it blocks the plain fallback only."""
+    and computes with PyTorch still passes that check; with `req.dynamic_check`, each call runs inside the harness's
+    `OpRecorder` (`recorded_call`), and a config fails where PyTorch computed anything beyond allocation, views,
+    copies and fills (`protocol.ALLOWED_TORCH_OPS`, with the task's `allowed_torch_ops`)."""
     outputs, configs = {}, []
+    allowed = protocol.ALLOWED_TORCH_OPS | frozenset(req.allowed_torch_ops)
     counter = backend.LaunchCounter(req.directory) if req.require_own_launch and hasattr(backend, "LaunchCounter") else None
     counting = counter is not None and counter.installed
     if req.observe:
@@ -165,7 +228,7 @@ def check(req, fn, inputs, backend, warmup_inputs=()):
                 raise RuntimeError("the task's input builder failed: " + args)
             if counting:
                 counter.reset()
-            ret = fn(*args)
+            ret = recorded_call(fn, args, allowed) if req.dynamic_check else fn(*args)
             if counting and counter.count == 0:
                 raise RuntimeError(f"no {counter.what} from the candidate's files was launched: the output was "
                                    "computed some other way (a PyTorch fallback?)")
@@ -174,9 +237,9 @@ def check(req, fn, inputs, backend, warmup_inputs=()):
             for slot, out in zip(req.outputs, collect(ret, args, req.outputs)):
                 outputs[protocol.output_key(i, slot.name)] = out.detach().to("cpu", copy=True)
         except Exception as exc:  # noqa: BLE001 - a failing kernel is data
-            if backend.is_compile_error(exc):
+            if backend.is_compile_error(exc) and not isinstance(exc, ProvenanceError):
                 return {"stage": "compile", "ok": False, "error": tb(), "configs": configs}
-            entry.update(ok=False, error=tb(8))
+            entry.update(ok=False, error=tb(8), dynamic_check_failed=isinstance(exc, ProvenanceError))
         configs.append(entry)
     if req.observe:
         _marker()

@@ -71,6 +71,25 @@ def output_key(index: int, name: str) -> str:
     return f"{index}/{name}"
 
 
+# -- the dynamic check (harness.py `OpRecorder`) ----------------------------------------------------------------
+ALLOWED_TORCH_OPS = frozenset({
+    # allocation: memory for the candidate's kernels to write (torch.tensor(...) and torch.as_tensor show as lift_fresh)
+    "empty", "empty_like", "empty_strided", "new_empty", "new_empty_strided", "zeros", "zeros_like", "new_zeros",
+    "ones", "ones_like", "new_ones", "full", "full_like", "new_full", "lift_fresh", "lift_fresh_copy", "resize_",
+    # views and reshapes (reshape of a non-contiguous tensor: clone then _unsafe_view); set_ rebinds a tensor to a
+    # storage, as Triton's interpreter does for every tensor argument of a launch
+    "view", "_unsafe_view", "_reshape_alias", "reshape", "as_strided", "expand", "permute", "transpose", "t",
+    "unsqueeze", "squeeze", "select", "slice", "narrow", "split", "split_with_sizes", "unbind", "chunk", "alias",
+    "detach", "set_",
+    # copies (contiguous() is clone; .to(dtype) and .float() are _to_copy) and fills
+    "copy_", "clone", "_to_copy", "fill_", "zero_",
+})
+"""The aten operators (overload packet names, ``aten.<name>.<overload>``) a checked call may run outside the
+candidate's kernels: allocation, views, copies and fills, which compute nothing a task asks for. Found by running the
+built-in baselines, and torch.empty, zeros, view, reshape, contiguous, copy_, .to and an interpreted Triton launch,
+under a dispatch mode (torch 2.13)."""
+
+
 # -- the request ---------------------------------------------------------------------------------------------------
 class ProtocolError(ValueError):
     """A request or result does not have the protocol's shape; the message says which field and why."""
@@ -122,6 +141,11 @@ class Request:
     """Per config: {"atol", "rtol"} for the timed path's check against the baseline, or None (exact)."""
     require_own_launch: bool = True
     """Fail a config where none of the candidate's own kernels ran (the backend counts them)."""
+    dynamic_check: bool = False
+    """Record the PyTorch operators each checked call runs (a dispatch mode of the harness's) and fail a config where
+    one is not in `ALLOWED_TORCH_OPS` or `allowed_torch_ops` (the grader sets it where no outside observer runs)."""
+    allowed_torch_ops: list = field(default_factory=list)
+    """The task's extra allowed operators (task.yaml ``allowed_torch_ops``): aten overload packet names."""
     observe: bool = False
     """An observed run (mode ``check`` under Nsight Compute, observer.py): a warm-up call per config before the checked
     calls, a marker kernel (`MARKER_KERNEL`) before the candidate's import, after the warm-up calls, between two
@@ -176,7 +200,8 @@ class Request:
                  "baseline_directory": (str, type(None)), "build_directory": (str, type(None)),
                  "baseline_build_directory": (str, type(None)), "warmup": int,
                  "reps": int, "rounds": int, "input_sets": int, "flush_bytes": int, "tolerances": list,
-                 "require_own_launch": bool, "observe": bool, "observer_tool": str,
+                 "require_own_launch": bool, "dynamic_check": bool, "allowed_torch_ops": list,
+                 "observe": bool, "observer_tool": str,
                  "results_directory": (str, type(None))}
         for name, f in fields.items():
             if name not in obj:
@@ -189,6 +214,8 @@ class Request:
             raise ProtocolError(f"request: mode {obj['mode']!r} is not grade, check, compile or time")
         if obj.get("observer_tool", "ncu") not in ("ncu", "tracer"):
             raise ProtocolError(f"request: observer_tool {obj['observer_tool']!r} is not ncu or tracer")
+        if not all(isinstance(op, str) for op in obj.get("allowed_torch_ops", [])):
+            raise ProtocolError("request: allowed_torch_ops must be a list of operator names")
         if obj.get("observe") and obj["mode"] != "check":
             raise ProtocolError("request: an observed run is mode 'check'")
         slots = []
@@ -238,6 +265,8 @@ class ConfigRun:
 
     ok: bool
     error: str | None = None
+    dynamic_check_failed: bool = False
+    """The harness's dynamic check failed this config (PyTorch computed, or the dispatch-mode stack changed)."""
 
 
 @dataclass
@@ -259,7 +288,8 @@ def parse_check_result(obj: Any, n_configs: int) -> CheckResult:
     configs = obj.get("configs")
     for c in (configs if isinstance(configs, list) else [])[:n_configs]:
         if isinstance(c, dict):
-            runs.append(ConfigRun(c.get("ok") is True, None if c.get("ok") is True else _text(c.get("error"))))
+            runs.append(ConfigRun(c.get("ok") is True, None if c.get("ok") is True else _text(c.get("error")),
+                                  c.get("dynamic_check_failed") is True))
         else:
             runs.append(ConfigRun(False, "config result malformed"))
     error = obj.get("error")

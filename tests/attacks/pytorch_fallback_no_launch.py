@@ -4,8 +4,8 @@ compiles, the output is right).
 Defences: `static_provenance_check` (before any candidate code runs, the parent reads the entry point's path in the
 syntax tree and refuses the torch compute on it) and `triton_launch_required` (for Triton tasks a config fails when
 no @triton.jit function from the candidate's own files was launched while computing it; tested with the static check
-off, as a fallback it cannot see would be). Not caught: compute the static check cannot see beside a token launch
-(docs/THREAT_MODEL.md, known limits).
+and the dynamic check off, as a fallback neither sees would be). Compute beside a token launch is the dynamic check's
+(tests/attacks/host_tensor_arithmetic.py) and the outside observer's.
 Honest twin: the baseline, which launches its kernel, scores 120 (tests/test_grader.py).
 """
 from kernelgym.discovery import get_task
@@ -26,6 +26,6 @@ def test_pytorch_compute_on_the_entry_points_path_is_refused_before_it_runs(grad
 
 
 def test_pytorch_fallback_without_a_triton_launch_fails(grade):
-    g = grade(FALLBACK, config=GraderConfig(static_check=False))
+    g = grade(FALLBACK, config=GraderConfig(static_check=False, dynamic_check=False))
     assert g.compiled and not g.correct and g.score == 20.0
     assert "no triton kernel" in "\n".join(g.stages[1].messages).lower()
