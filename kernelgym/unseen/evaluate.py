@@ -39,13 +39,13 @@ def _grade_each(task: Task, hardware: HardwareProfile, source: Path, configs: li
                 config: GraderConfig, seed: int, budget_s: float | None = None) -> list[dict[str, Any]]:
     """Grade `source`'s editable files on each config separately (a crash fails that config only); once `budget_s`
     has passed, the configs left are not graded and count as failed, saying why."""
-    # Only the pristine original shares one worker across configs, and is not observed (observer.py: its kernels are
-    # the task's own). A candidate gets a fresh sandboxed process per config: a background process it left behind
-    # would otherwise outlive its config and could tamper with the next config's grading directory while the trusted
-    # parent writes into it.
+    # Only the pristine original shares one worker across configs, and is neither observed nor dynamically checked
+    # (observer.py: its kernels are the task's own). A candidate gets a fresh sandboxed process per config: a
+    # background process it left behind would otherwise outlive its config and could tamper with the next config's
+    # grading directory while the trusted parent writes into it.
     trusted = Path(source).resolve() == task.root.resolve()
     if trusted:
-        config = dataclasses.replace(config, observer="off")
+        config = dataclasses.replace(config, observer="off", dynamic_check=False)
     grader = Grader(task, hardware, work_dir, config, configs=[])
     grader.keep_worker = trusted
     if config.warm_worker and trusted:
