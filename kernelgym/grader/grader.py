@@ -36,7 +36,7 @@ from kernelgym.grader import build as builds
 from kernelgym.grader import tracer
 from kernelgym.grader.files import (MAX_EDITABLE_BYTES, copy_candidate, copy_editable, copy_public, copy_regular_files,
                                     prune_grading_dir, remove_tree, tree_usage, write_new)
-from kernelgym.grader.provenance import check_cpp_source, check_source
+from kernelgym.grader.static_check import StaticCheck, run_static_check
 from kernelgym.grader.observer import (Observation, ObserverError, cross_check, find_ncu, foreign_kernels, ncu_argv,
                                        parse_report, split)
 from kernelgym.grader.protocol import (CHECK_RESULT, HARNESS_LOG, IMPORTED_MARKER, OBSERVED_PREFIX, OUTPUTS,
@@ -144,6 +144,9 @@ class GraderConfig:
     static_check: bool = True
     """Refuse candidates whose Python computes with PyTorch on the entry point's path, or imports the reference
     (provenance.py): a config counts only where the candidate's own kernels did the work."""
+    static_check_timeout_s: float = 60.0
+    """Wall-clock limit of the static check's sandboxed process, s (a 4 MiB file, the editable-file cap, takes about
+    10 s on 2 cores: benchmarks/results/README.md); past it the submission fails compile, saying so."""
     dynamic_check: bool = True
     """Where no outside observer runs (the CPU interpreter, AMD GPUs, `observer` 'off'): the harness records every
     PyTorch operator each checked call runs, in a dispatch mode of its own, and fails a config where one computes
@@ -394,13 +397,16 @@ class Grader:
         session = self.session = self._session_for(seed)
         problems = copy_editable(self.task, Path(workspace).resolve(), session.gdir)
         # Read before any candidate code runs: afterwards the files may be links to anything (/proc/self/mem).
-        sources = {} if problems else self._editable_sources(session.gdir)
-        provenance = self.static_findings(sources) if self.config.static_check else []
+        raw = {} if problems else self._editable_bytes(session.gdir)
+        sources = {rel: data.decode(errors="replace") for rel, data in raw.items()}
+        static = self.static_check(raw) if self.config.static_check and raw else StaticCheck()
+        problems = [*problems, *static.compile_problems]  # unreadable sources, or no verdict: compile fails
+        provenance = static.findings
         session.launch_notes = [n for text in sources.values() for n in unsupported_launch_options(text, self.hardware)]
         self._wait_for_observer()  # no profiling may overlap the timed runs (ncu flushes the caches per kernel)
         check, timed = self._run_candidate(session, problems)
         harness_done = time.monotonic()
-        checks = self._checks_planned(provenance)
+        checks = self._checks_planned(provenance or static.compile_problems)
         # Bytes and entries in one walk: 300,000 empty files take a few MiB and every inode of the host's disk.
         used = tree_usage(session.gdir, self.config.grading_dir_cap_bytes, self.config.grading_dir_cap_files)
         checks["disk"] = (f"failed: the candidate's process filled its grading directory past the cap of "
@@ -458,17 +464,16 @@ class Grader:
         return Stage("compile", True, [*session.build_notes, "module imported and kernels compiled",
                                        *session.launch_notes])
 
-    def _editable_sources(self, gdir: Path) -> dict[str, str]:
-        """The editable files just copied into `gdir` (regular files, checked by `copy_editable`), as text."""
-        return {rel: read_untrusted(gdir / rel, MAX_EDITABLE_BYTES).decode(errors="replace")
-                for rel in self.task.spec.editable_files}
+    def _editable_bytes(self, gdir: Path) -> dict[str, bytes]:
+        """The editable files just copied into `gdir` (regular files, checked by `copy_editable`), as bytes."""
+        return {rel: read_untrusted(gdir / rel, MAX_EDITABLE_BYTES) for rel in self.task.spec.editable_files}
 
-    def static_findings(self, sources: dict[str, str]) -> list[str]:
-        """The static provenance check (provenance.py) over the candidate's editable Python files' `sources`."""
+    def static_check(self, raw: dict[str, bytes]) -> StaticCheck:
+        """The static provenance check (provenance.py) over the candidate's editable files `raw`, in a sandboxed
+        process of its own under `GraderConfig.static_check_timeout_s` (static_check.py)."""
         spec = self.task.spec
-        files = {rel: text for rel, text in sources.items() if rel.endswith(".py")}
-        cpp = {rel: text for rel, text in sources.items() if rel.endswith((".cpp", ".cu", ".cuh", ".h", ".hpp"))}
-        return [str(f) for f in check_source(files, spec.entry_point, spec.reference) + check_cpp_source(cpp)]
+        return run_static_check(raw, spec.entry_point, spec.reference, sandbox=self.config.sandbox,
+                                timeout_s=self.config.static_check_timeout_s, max_bytes=MAX_EDITABLE_BYTES)
 
     def provenance_note(self) -> str:
         """Which provenance checks run in the candidate's own process, for the correctness stage's messages (the
