@@ -140,8 +140,10 @@ def test_codex_whole_episode(tmp_path, require_bwrap):
 
 
 def standin(tmp_path: Path) -> str:
-    """An executable that runs the Cursor stand-in with this Python (which has the mcp SDK)."""
-    exe = tmp_path / "cursor-agent"
+    """An executable that runs the Cursor stand-in with this Python (which has the mcp SDK). In a folder of its own:
+    the sandbox binds the executable's folder (its installation), which must not be the one holding the run."""
+    (tmp_path / "bin").mkdir(exist_ok=True)
+    exe = tmp_path / "bin" / "cursor-agent"
     exe.write_text(f"#!/bin/sh\nexec {sys.executable} {STANDIN} \"$@\"\n")
     exe.chmod(0o755)
     return str(exe)
@@ -151,8 +153,8 @@ def cursor_episode(tmp_path, monkeypatch, script, **config):
     monkeypatch.setenv("CURSOR_API_KEY", FAKE_KEY)
     monkeypatch.setenv("CURSOR_STANDIN_SCRIPT", json.dumps(script))
     policy = load_policy("cursor-agent", binary=standin(tmp_path), pass_env=[
-        "CURSOR_STANDIN_SCRIPT", "CURSOR_STANDIN_HANG", "CURSOR_STANDIN_PIDFILE", "CURSOR_STANDIN_PRELUDE",
-        "CURSOR_STANDIN_NOISE"], **config)
+        "CURSOR_STANDIN_SCRIPT", "CURSOR_STANDIN_HANG", "CURSOR_STANDIN_PRELUDE",
+        "CURSOR_STANDIN_NOISE"], sandbox_readonly=[str(STANDIN)], **config)
     env = TrajectoryRecorder(KernelArenaEnv("triton-rmsnorm", run_dir=tmp_path / "run", hardware="cpu-interpreter"),
                              tmp_path / "run" / "trajectories.jsonl")
     try:
@@ -260,18 +262,30 @@ def test_claude_code_overload_retries_are_counted_but_left_to_the_cli(tmp_path):
     assert policy._summary["usage"]["retries"] == 3  # the summary's totals too
 
 
+def processes_with(marker: str) -> list[int]:
+    """Host pids of the live (not zombie) processes whose command line holds `marker`."""
+    found = []
+    for proc in Path("/proc").iterdir():
+        try:
+            if proc.name.isdigit() and marker.encode() in (proc / "cmdline").read_bytes() \
+                    and (proc / "stat").read_text().rsplit(")", 1)[1].split()[0] != "Z":
+                found.append(int(proc.name))
+        except OSError:
+            continue
+    return found
+
+
 def test_timeout_kills_the_process_group(tmp_path, monkeypatch, require_bwrap):
-    pidfile = tmp_path / "child.pid"
-    monkeypatch.setenv("CURSOR_STANDIN_HANG", "1")
-    monkeypatch.setenv("CURSOR_STANDIN_PIDFILE", str(pidfile))
+    marker = f"kernelgym-standin-child-{os.getpid()}-{time.monotonic_ns()}"
+    monkeypatch.setenv("CURSOR_STANDIN_HANG", marker)
     start = time.monotonic()
     result = cursor_episode(tmp_path, monkeypatch, [], timeout_s=3)
     assert time.monotonic() - start < 60
     assert result["truncated"] and result["reward"] == 120.0
-    child = int(pidfile.read_text())
+    (transcript,) = (tmp_path / "run" / "agent_transcripts").glob("*.jsonl")
+    assert f'"marker": "{marker}"' in transcript.read_text()  # the child was started
     time.sleep(0.2)
-    assert not Path(f"/proc/{child}").exists() or "Z" in Path(f"/proc/{child}/stat").read_text().split()[2], \
-        "the CLI's child outlived the timeout"
+    assert not processes_with(marker), "the CLI's child outlived the timeout"
     (summary,) = (tmp_path / "run" / "agent_transcripts").glob("*.summary.json")
     assert "timed out" in json.loads(summary.read_text())["ending"]
     assert result["policy_error"].startswith("policy error: cursor-agent timed out after 3 s (process group killed)")
@@ -435,9 +449,10 @@ def test_cli_dies_with_a_killed_kernelgym(tmp_path):
     """SIGKILL to the process running the policy (no close(), no finally) takes the CLI and the helpers it forked
     with it (a parent-death signal to the reaper, which kills the group), and the CLI's private directory, where CLIs
     keep secrets (Codex snapshots its environment, the key in it), is removed."""
-    helper_pid = tmp_path / "helper.pid"
-    cli = tmp_path / "sleeper"
-    cli.write_text(f"#!/bin/sh\nsleep 120 &\necho $! > {helper_pid}\nwait\n")
+    marker = f"kernelgym-helper-{os.getpid()}-{time.monotonic_ns()}"  # found among the host's processes
+    (tmp_path / "bin").mkdir()
+    cli = tmp_path / "bin" / "sleeper"
+    cli.write_text(f"#!/bin/sh\n{sys.executable} -c 'import time; time.sleep(120)' {marker} &\nwait\n")
     cli.chmod(0o755)
     workspace = tmp_path / "run" / "episodes" / "ep1" / "workspace"
     workspace.mkdir(parents=True)
@@ -448,11 +463,10 @@ def test_cli_dies_with_a_killed_kernelgym(tmp_path):
         home = Path(parent.stdout.readline().strip())
         assert home.is_dir()
         deadline = time.monotonic() + 20
-        while not helper_pid.exists() or not helper_pid.read_text().strip():
+        while not processes_with(marker):
             assert time.monotonic() < deadline, "the stand-in CLI did not start"
             time.sleep(0.05)
-        helper = int(helper_pid.read_text())
-        assert Path(f"/proc/{helper}").exists()
+        (helper,) = processes_with(marker)
     finally:
         parent.kill()
         parent.wait()

@@ -14,6 +14,7 @@ gets it through a private config file or an environment variable (see each CLI p
 """
 from __future__ import annotations
 
+import os
 import queue
 import secrets
 import socket
@@ -148,9 +149,11 @@ class MCPBridge:
         return BearerAuth(server.streamable_http_app(streamable_http_path=path, host="127.0.0.1"), self.token)
 
     # -- lifecycle ----------------------------------------------------------------------------------------------
-    def start(self, timeout_s: float = 30.0) -> str:
+    def start(self, timeout_s: float = 30.0, unix_socket: str | None = None) -> str:
         """Start serving; return the URL to give the CLI (``http://127.0.0.1:PORT/mcp/<random>``). The CLI must
-        also send `headers()` (the bearer token) with every request.
+        also send `headers()` (the bearer token) with every request. With `unix_socket` (a path), the same server
+        also listens there, mode 0666 (its folder keeps others out): a CLI in a sandbox of its own network reaches
+        it through that socket, relayed from 127.0.0.1:PORT inside (`kernelgym.agents.confine`).
 
         Raises:
             KernelGymError: the mcp SDK is not installed.
@@ -168,10 +171,16 @@ class MCPBridge:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
+        sockets = [sock]
+        if unix_socket is not None:
+            unix = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            unix.bind(str(unix_socket))
+            os.chmod(unix_socket, 0o666)
+            sockets.append(unix)
         config = uvicorn.Config(self._build_app(path), log_level="warning", lifespan="on",
                                 timeout_graceful_shutdown=1)
         self._server = uvicorn.Server(config)
-        self._thread = threading.Thread(target=self._server.run, kwargs={"sockets": [sock]}, daemon=True,
+        self._thread = threading.Thread(target=self._server.run, kwargs={"sockets": sockets}, daemon=True,
                                         name=f"mcp-bridge-{port}")
         self._thread.start()
         deadline = time.monotonic() + timeout_s

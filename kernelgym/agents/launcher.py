@@ -41,13 +41,16 @@ import sys
 import tempfile
 import threading
 import time
+import warnings
 from collections import deque
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from kernelgym.agent_tools import MissingApiKeyError, redact, remember_secret
+from kernelgym import seccomp
 from kernelgym.agents.bridge import MCPBridge, ToolCall
+from kernelgym.agents.confine import CLISandbox
 from kernelgym.errors import KernelGymError
 from kernelgym.usage import TOKEN_FIELDS, PriceTable, StepUsage, token_count
 
@@ -162,7 +165,18 @@ class CLIAgentConfig:
     base_url: str = ""
     """The model API's base URL (a proxy, a local server); empty: the CLI's default."""
     pass_env: list[str] = field(default_factory=list)
-    """Names of further environment variables passed to the CLI (e.g. HTTPS_PROXY); nothing else is."""
+    """Names of further environment variables passed to the CLI; nothing else is. In the sandbox the proxy
+    variables (HTTPS_PROXY, HTTP_PROXY, NO_PROXY, ALL_PROXY) are kernelgym's own (`kernelgym.agents.confine`)."""
+    sandbox: str = "bwrap"
+    """``"bwrap"``: the CLI runs in a bubblewrap sandbox of its own, with only its private directory writable and
+    a network that reaches only kernelgym's MCP server and its model API (`kernelgym.agents.confine`). ``"none"``:
+    on the host as the user running kernelgym, relying on the CLI's own flags alone (warns)."""
+    sandbox_readonly: list[str] = field(default_factory=list)
+    """More paths bound read-only into the CLI's sandbox, at the same place (its own installation, the system and
+    this Python are already there)."""
+    network_allow: list[str] = field(default_factory=list)
+    """More ``host:port`` (or ``*.domain:port``) the sandbox's proxy connects to, besides the model API of
+    `base_url` (or the CLI's default API)."""
     prices_as_of: str | None = None
     """The date the price table was read from the provider's pricing page."""
     prices: dict[str, dict[str, float]] = field(default_factory=dict)
@@ -202,6 +216,9 @@ class CLIAgentPolicy:
     install_hint = ""
     #: Extra environment the CLI always gets (telemetry and auto-update off).
     fixed_env: dict[str, str] = {}
+    #: The model API the CLI talks to when `base_url` is empty: the one host (and port) its sandbox's proxy lets
+    #: it reach (besides `network_allow`); empty: none.
+    default_api_url = ""
 
     def __init__(self, config: CLIAgentConfig):
         self.config = config
@@ -219,6 +236,7 @@ class CLIAgentPolicy:
         self._mcp_token = ""
         self._summary: dict[str, Any] = {}
         self._home: Path | None = None
+        self.box: CLISandbox | None = None
         self._deadline = 0.0
         self._stderr_tail: deque[str] = deque(maxlen=TAIL_LINES)
         self._api_errors: deque[list] = deque(maxlen=TAIL_LINES)  # [message, times in a row]
@@ -294,11 +312,23 @@ class CLIAgentPolicy:
         out_dir.mkdir(parents=True, exist_ok=True)
         out_dir.chmod(0o700)  # transcripts hold the task, the model's words and the kernel: this user's only
         self.transcript_path = out_dir / f"{episode_id}.jsonl"
-        self._home = Path(tempfile.mkdtemp(prefix=f"kernelgym-{self.name}-"))  # 0700
-        (self._home / "tmp").mkdir(mode=0o700)
+        if self.config.sandbox == "bwrap":
+            self.box = CLISandbox(self.name, binary, readonly=list(self.config.sandbox_readonly),
+                                  network_allow=list(self.config.network_allow))
+            self._home = self.box.home  # in the sandbox's 0700 folder, which the reaper removes
+        elif self.config.sandbox == "none":
+            warnings.warn(f"kernelgym: {self.name} runs unsandboxed (sandbox='none'): only its own flags keep its "
+                          f"tools off, with this user's files and network in reach", stacklevel=2)
+            self._home = Path(tempfile.mkdtemp(prefix=f"kernelgym-{self.name}-"))  # 0700
+            (self._home / "tmp").mkdir(mode=0o700)
+        else:
+            raise KernelGymError(f"{self.name}: sandbox must be 'bwrap' or 'none', not {self.config.sandbox!r}")
         self.bridge = MCPBridge()
-        url = self.bridge.start()
+        url = self.bridge.start(unix_socket=self.box.socket_path("mcp") if self.box else None)
         self._mcp_token = self.bridge.token
+        if self.box is not None:
+            self.box.forward_mcp(int(url.split("//", 1)[1].split("/", 1)[0].rsplit(":", 1)[1]))
+            self.box.route_model(self.config.base_url or self.default_api_url)
         prompt = observation.get("prompt", "")
         if self.config.iteration_guidance:
             prompt = f"{prompt}\n\n{self.config.iteration_guidance}"
@@ -315,13 +345,26 @@ class CLIAgentPolicy:
         if any(self._mcp_token in a for a in argv):  # a policy bug; argv is readable by every local process
             raise KernelGymError(f"{self.name}: the MCP bearer token must not be on the CLI's command line")
         hook = _die_with_parent_hook()
+        env = self.child_env(self._home, key)
+        keep: list[int] = []
+        if self.box is not None:
+            env.update(self.box.env)
+            self.box.hand_over()  # started by root: the private directory, config files included, to its user
+            filter_fd = seccomp.program_fd()
+            keep = [filter_fd] if filter_fd is not None else []
+            argv = self.box.argv(argv, filter_fd)
         # self.proc is the reaper (the group's leader) where there is a parent-death signal, else the CLI itself
-        launch = ([sys.executable, "-I", str(REAPER), str(os.getpid()), "--remove", str(self._home), *argv] if hook
-                  else argv)
-        self.proc = subprocess.Popen(launch, cwd=self._home, env=self.child_env(self._home, key),
-                                     stdin=subprocess.PIPE if stdin_text is not None else subprocess.DEVNULL,
-                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True,
-                                     preexec_fn=hook)
+        remove = str(self.box.root if self.box is not None else self._home)
+        launch = ([sys.executable, "-I", str(REAPER), str(os.getpid()), "--remove", remove,
+                   *(a for fd in keep for a in ("--keep-fd", str(fd))), *argv] if hook else argv)
+        try:
+            self.proc = subprocess.Popen(launch, cwd=self._home, env=env,
+                                         stdin=subprocess.PIPE if stdin_text is not None else subprocess.DEVNULL,
+                                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True,
+                                         preexec_fn=hook, pass_fds=keep)
+        finally:
+            for fd in keep:
+                os.close(fd)
         self._deadline = time.monotonic() + self.config.timeout_s
         self._readers = [threading.Thread(target=self._read_stdout, args=(self.proc.stdout,), daemon=True),
                          threading.Thread(target=self._read_stderr, args=(self.proc.stderr,
@@ -385,9 +428,12 @@ class CLIAgentPolicy:
         if self.bridge is not None:
             self.bridge.close()
             self.bridge = None
-        if self._home is not None:
+        if self.box is not None:
+            self.box.close()  # its socket servers, and its folder with the private directory
+            self.box = None
+        elif self._home is not None:
             shutil.rmtree(self._home, ignore_errors=True)
-            self._home = None
+        self._home = None
         self.proc = None
 
     # -- internals -------------------------------------------------------------------------------------------------

@@ -1,4 +1,4 @@
-"""``python reaper.py PARENT_PID [--remove DIR] CMD...``: run an agent CLI so that it dies with the kernelgym process
+"""``python reaper.py PARENT_PID [--remove DIR] [--keep-fd N] CMD...``: run an agent CLI so that it dies with the kernelgym process
 that started it, and its private directory DIR with it.
 
 `CLIAgentPolicy` starts this script (by path, with ``python -I``: it imports nothing of kernelgym) as the leader of a
@@ -11,6 +11,7 @@ changed: the kernel reparents the process before it sends the parent-death signa
 SIGKILL: CMD and every helper it forked. A parent-death signal set on the CLI alone would miss those helpers: Codex's
 npm launcher (node) runs the codex binary as its child. Before that kill, DIR is removed: the launcher, killed, cannot
 remove it, and CLIs write secrets there (Codex snapshots its environment, the API key in it, into DIR/.codex).
+``--keep-fd N`` passes the inherited descriptor N on to CMD (the seccomp program bwrap reads, `--seccomp N`).
 """
 import os
 import shutil
@@ -22,9 +23,11 @@ import sys
 def main(argv: list[str]) -> int:
     """Run the command in this process group; kill the group (after removing ``--remove DIR``) when the process
     ``argv[0]`` (our parent) is gone."""
-    parent, cmd, remove = int(argv[0]), argv[1:], None
+    parent, cmd, remove, keep = int(argv[0]), argv[1:], None, []
     if cmd[:1] == ["--remove"]:
         remove, cmd = cmd[1], cmd[2:]
+    if cmd[:1] == ["--keep-fd"]:
+        keep, cmd = [int(cmd[1])], cmd[2:]
 
     def kill_group_if_orphaned(signum=None, frame=None) -> None:
         if os.getppid() != parent:
@@ -35,7 +38,7 @@ def main(argv: list[str]) -> int:
     signal.signal(signal.SIGTERM, kill_group_if_orphaned)
     kill_group_if_orphaned()  # the parent died before the handler was in place
     try:
-        child = subprocess.Popen(cmd)
+        child = subprocess.Popen(cmd, pass_fds=keep)
     except OSError as e:
         print(f"kernelgym reaper: cannot start {cmd[0]!r}: {e}", file=sys.stderr, flush=True)
         return 127

@@ -8,8 +8,10 @@ and the prompt as its one positional argument, and refuses other flags; it needs
 stream-json events (``system``/init, ``user``, ``assistant``, ``tool_call`` started/completed, ``result``).
 
 Instead of a model, it plays the tool calls of ``$CURSOR_STANDIN_SCRIPT`` (a JSON list of ``[tool, arguments]``)
-through the MCP server, with the `mcp` SDK's client. ``$CURSOR_STANDIN_HANG=1`` makes it start a child process and
-then sleep (for the timeout test); the child's pid goes to ``$CURSOR_STANDIN_PIDFILE``. ``$CURSOR_STANDIN_PRELUDE``
+through the MCP server, with the `mcp` SDK's client. ``$CURSOR_STANDIN_HANG=<marker>`` makes it start a child process
+(with the marker as its last argument, so that the test finds it among the host's processes: the CLI's sandbox has
+pids of its own and nothing of the host to write to) and then sleep (for the timeout test); a ``standin_child``
+event says it started. ``$CURSOR_STANDIN_PRELUDE``
 (a JSON list of events) is printed first, then ``$CURSOR_STANDIN_NOISE`` lines of padding (more than a pipe holds),
 to check that a malformed event does not stop kernelgym from reading the stream.
 """
@@ -107,8 +109,8 @@ def main() -> None:
     emit({"type": "user", "session_id": session_id, "message": {"role": "user", "content": [
         {"type": "text", "text": args.prompt}]}})
     if os.environ.get("CURSOR_STANDIN_HANG"):
-        child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])
-        Path(os.environ["CURSOR_STANDIN_PIDFILE"]).write_text(str(child.pid))
+        subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)", os.environ["CURSOR_STANDIN_HANG"]])
+        emit({"type": "standin_child", "marker": os.environ["CURSOR_STANDIN_HANG"]})
         time.sleep(600)
     script = json.loads(os.environ.get("CURSOR_STANDIN_SCRIPT", "[]"))
     server = servers.get("kernelgym", {})

@@ -39,6 +39,8 @@ class ClaudeCodePolicy(CLIAgentPolicy):
                     ".agents/), or `npm install -g @anthropic-ai/claude-code`, or set `binary` to its path.")
     fixed_env = {"DISABLE_TELEMETRY": "1", "DISABLE_AUTOUPDATER": "1", "DISABLE_ERROR_REPORTING": "1",
                  "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1", "DISABLE_BUG_COMMAND": "1"}
+    #: The API the CLI's sandbox reaches when `base_url` is empty (kernelgym.agents.confine).
+    default_api_url = "https://api.anthropic.com"
 
     def __init__(self, config: ClaudeCodeConfig):
         super().__init__(config)

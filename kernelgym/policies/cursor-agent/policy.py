@@ -15,7 +15,7 @@ The real CLI is in no registry reachable where this was written: its launcher is
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -38,6 +38,9 @@ class CursorAgentConfig(CLIAgentConfig):
     """The CLI's executable: a path, or a name looked up in .agents/node_modules/.bin, then on PATH."""
     api_key_env: str = "CURSOR_API_KEY"
     """Name of the environment variable holding the Cursor API key (passed to the CLI as CURSOR_API_KEY)."""
+    network_allow: list[str] = field(default_factory=lambda: ["*.cursor.sh:443"])
+    """The hosts the CLI's sandbox reaches: Cursor's service (its documentation lists api2/api3/api4.cursor.sh and
+    others under cursor.sh; not checked against a real CLI here)."""
 
 
 class CursorAgentPolicy(CLIAgentPolicy):
