@@ -148,6 +148,35 @@ DEFENCES: tuple[Defence, ...] = (
             "the --info-fd pipe and the seccomp memfd are closed in a finally, also where Popen raised",
             "kernelgym.sandbox:_spawn", _a("nul_byte_command"), "ci"),
 
+    # -- the agent CLIs' own sandbox (claude-code, codex, cursor-agent: kernelgym/agents/confine.py) ----------------
+    Defence("agent_cli_private_dir_only", "an agent CLI's own tools (a flag that failed to switch them off) writing "
+            "outside its private directory: the workspace, the run directory, kernelgym's sources, the venv, the "
+            "system, the host's /tmp",
+            "the CLI runs in a bubblewrap sandbox of its own: read-only binds of the system, this Python and its own "
+            "installation; only its private 0700 directory bound writable (its tmp/ is the sandbox's /tmp); its "
+            "flags stay as a second line, since a flag's meaning changes between CLI versions",
+            "kernelgym.agents.confine:CLISandbox._mounts", _a("agent_cli_writes_outside_its_directory"), "ci"),
+    Defence("agent_cli_mount_allowlist", "an agent CLI's own tools reading the run directory (trajectories, other "
+            "episodes), the workspace or the task folders straight from the host, around the env's tools",
+            "the CLI's mounts are an allowlist (system, this Python, its installation, relay.py, its private "
+            "directory), as the env's sandbox's are: a blocklist misses what is added later",
+            "kernelgym.agents.confine:CLISandbox._mounts", _a("agent_cli_reads_the_run_directory"), "ci"),
+    Defence("agent_cli_no_user_home", "an agent CLI's own tools reading the user's home: keys, the CLIs' logins, "
+            "kernelgym's private unseen store (~/.local/share/kernelgym/private)",
+            "the home is not mounted ($HOME is the private directory), and the CLI's installation is bound by "
+            "itself: its node_modules folder or its own folder, never a folder that holds the home",
+            "kernelgym.agents.confine:install_root", _a("agent_cli_reads_the_users_home"), "ci"),
+    Defence("agent_cli_network_namespace", "an agent CLI's own tools reaching a service of the host on loopback (or "
+            "the host's other addresses) besides kernelgym's MCP server and its model API",
+            "a network namespace per episode (bwrap --unshare-net) holding only relay.py's listeners, each relayed "
+            "to a unix socket bound in (the MCP server, a loopback model server, the model proxy): nothing else "
+            "to filter, and no firewall rule to keep in step with the host",
+            "kernelgym.agents.confine:CLISandbox.argv", _a("agent_cli_reaches_another_loopback_port"), "ci"),
+    Defence("agent_cli_model_proxy_allowlist", "an agent CLI using the proxy to its remote model API to reach "
+            "another host or a loopback port (CONNECT, or an absolute-form request)",
+            "the proxy connects only to the model API's host and port (base_url, or the CLI's default API) and the "
+            "config's network_allow, by name; anything else is answered 403. TLS stays end to end (CONNECT)",
+            "kernelgym.agents.confine:ModelProxy", _a("agent_cli_reaches_another_loopback_port"), "ci"),
     # -- the env's file actions, which run in the trusted process ---------------------------------------------------
     Defence("file_action_confinement", "a file action following a symlink out of the workspace, or an error that "
             "says where a link resolves (through /proc/self it names the env's own files)",
