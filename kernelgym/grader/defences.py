@@ -421,9 +421,20 @@ DEFENCES: tuple[Defence, ...] = (
 
     Defence("seed_out_of_reach", "reading the grading's seed (the check inputs' seed) to print it into the "
             "observation or to tell checked calls from timed ones",
-            "the harness deletes its request file and drops the seed from its own copy of the request once it has "
-            "prepared, before any candidate code runs; the parent keeps its own copy",
+            "the harness's request file is deleted as soon as it is read (by the forked child that builds the "
+            "inputs, seed_not_in_candidate_memory), before any candidate code runs, and the request the candidate's "
+            "process holds has no seed; the parent keeps its own copy",
             "kernelgym.grader.harness:main", _a("seed_from_request_file"), "ci"),
+    Defence("seed_not_in_candidate_memory", "reading the grading's seed back from freed memory of the candidate's "
+            "own process (uninitialised torch.empty or native allocations reuse freed chunks: the request's JSON "
+            "text, the input builder's seeded generator) to print it into the observation",
+            "a forked child reads the request, deletes its file and runs the input builder on the CPU (check, "
+            "warm-up and verification inputs), then sends back the request without its seed and the inputs over a "
+            "pipe; the parent moves them to the device. The seed never enters the candidate's process, so no "
+            "memory there holds it, freed or live: zeroing buffers after use would miss copies made by json, the "
+            "allocator and torch. The timing pool's perturbations, which nobody reproduces, come from a fresh "
+            "secret",
+            "kernelgym.grader.harness:in_forked_child", _a("seed_from_freed_memory"), "ci"),
 
     # -- the outside observer (NVIDIA GPUs: the CUPTI kernel tracer or Nsight Compute; observer.py, tracer.py) -------
     Defence("outside_observer_kernels", "PyTorch or a library computing the outputs while a token kernel of the "

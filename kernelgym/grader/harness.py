@@ -20,6 +20,8 @@ and what to do:
 Everything that needs no candidate code (CUDA start, inputs, the baseline's compilation and graphs) is done
 by `prepare`, before the candidate is imported; `finish` then imports the candidate and runs it. The warm
 worker prepares a grading while the agent is still working, so submit-to-reward pays only for `finish`.
+The request is read, and every input made from its seed is built, in a forked child process (`main`,
+`in_forked_child`): the process the candidate runs in never holds the grading's seed, not even in freed memory.
 
 The result is written as JSON to the request's ``result`` path. Stage failures are reported, not raised.
 Timing runs in the same process as the candidate and can, in principle, be tampered with by it: the
@@ -28,6 +30,7 @@ timer's functions are bound before the candidate is imported, and the parent san
 import dataclasses
 import gc
 import importlib.util
+import io
 import json
 import os
 import secrets
@@ -507,26 +510,30 @@ def _wrong_output(outs, exps, tolerances, who, run, used):
 
 
 class Prepared:
-    """What `prepare` made before the candidate is imported: the input builder, the check inputs per config,
-    and for timing the flush buffer, the persisting-L2 reset and per config (config, input pool, static
-    arguments, graph memory pool, the baseline's `Timed` or the error that stopped it)."""
+    """What `prepare` made before the candidate is imported: the check inputs per config (and the observed run's
+    warm-up inputs), and for timing the verification inputs (on the CPU, as built), the flush buffer, the
+    persisting-L2 reset and per config (config, input pool, static arguments, graph memory pool, the baseline's
+    `Timed` or the error that stopped it). Inputs are argument tuples, or the builder's error (a traceback string)."""
 
-    def __init__(self, backend, builder, check_inputs, timing=None, flush=None, reset_l2=None, warmup_inputs=()):
-        self.backend, self.builder, self.check_inputs, self.timing = backend, builder, check_inputs, timing
-        self.flush, self.reset_l2, self.warmup_inputs = flush, reset_l2, warmup_inputs
+    def __init__(self, backend, check_inputs, timing=None, flush=None, reset_l2=None, warmup_inputs=(),
+                 verify_inputs=()):
+        self.backend, self.check_inputs, self.timing = backend, check_inputs, timing
+        self.flush, self.reset_l2, self.warmup_inputs, self.verify_inputs = flush, reset_l2, warmup_inputs, verify_inputs
 
 
-def prepare(req):
+def prepare(req, inputs=None):
     """Everything that runs no candidate code: CUDA start, the check inputs (`protocol.check_seed`, as the parent
-    builds them), and where the request times, the baseline's build, compilation, input pools and graphs. Returns
-    `Prepared`."""
+    builds them), and where the request times, the baseline's build, compilation, input pools and graphs. `inputs`:
+    what `seeded_inputs` built for `req` (`main` has them built with the request read); None: built now, in a
+    forked child as well (`in_forked_child`), from `req.seed`. Returns `Prepared`.
+
+    Raises:
+        RuntimeError: the input builder could not be loaded, or its process died (see `in_forked_child`)."""
     backend = load_backend(req.language)
-    # From the pristine copy (read-only in the sandbox), never from the grading directory the candidate can write.
-    builder = load(req.input_builder, req.builder_directory, "kernelgym_inputs")
-    configs = req.configs[:1] if req.mode == "compile" else req.configs
-    check_inputs = _build_inputs(builder, req, configs, protocol.check_seed)
-    # The observed run's warm-up calls: the same shapes, other values.
-    warmup_inputs = _build_inputs(builder, req, configs, protocol.warmup_seed) if req.observe else []
+    if inputs is None:
+        inputs = in_forked_child(lambda: seeded_inputs(req))
+    check_inputs = _moved(inputs["check"], req.device)
+    warmup_inputs = _moved(inputs["warmup"], req.device)
     if req.device != "cpu":
         if req.observe:  # the profiler's first kernel costs about 0.6 s: paid here, before an observed run's "go"
             _fill(torch.empty(1, device=req.device), 0.0)
@@ -534,7 +541,7 @@ def prepare(req):
             _observed["flush"] = torch.ones(max(req.flush_bytes, 4) // 4, dtype=torch.float32, device=req.device)
             _observed["trace"] = _tracer_flush_function()
         _synchronize()
-    state = Prepared(backend, builder, check_inputs, warmup_inputs=warmup_inputs)
+    state = Prepared(backend, check_inputs, warmup_inputs=warmup_inputs, verify_inputs=inputs["verify"])
     if req.mode in ("grade", "time") and req.baseline_directory:
         base_fn = load_entry(req, backend, req.baseline_directory, "kernelgym_baseline", req.baseline_build_directory)
         prepare_baseline(req, state, base_fn)
@@ -556,16 +563,89 @@ def _tracer_flush_function():
     return flush
 
 
-def _build_inputs(builder, req, configs, seed_of):
-    """Per config, the inputs `builder` makes with seed ``seed_of(req.seed, index)`` on the request's device, or the
-    builder's error (a traceback string), which the call on that config reports."""
+def seeded_inputs(req):
+    """Every input made from `req.seed`, by the task's input builder, on the CPU: ``{"check": per config (the first
+    only in mode ``compile``), "warmup": the observed run's warm-up inputs (`protocol.warmup_seed`: the same
+    shapes, other values; empty unless observed), "verify": the timed path's verification inputs per config
+    (`protocol.verify_seed`; empty unless the request times)}``. Each entry is an argument tuple or the builder's
+    error (a traceback string), which the call on that config reports. Meant for a forked child
+    (`in_forked_child`): the builder's generator, seeded from the seed, is freed there. The CPU gives the same values
+    as the request's device: every built-in builder draws on the CPU and moves its tensors last.
+
+    Raises:
+        whatever loading the input builder raises."""
+    # From the pristine copy (read-only in the sandbox), never from the grading directory the candidate can write.
+    builder = load(req.input_builder, req.builder_directory, "kernelgym_inputs")
+    configs = req.configs[:1] if req.mode == "compile" else req.configs
+    timed = req.mode in ("grade", "time") and bool(req.baseline_directory)
+    return {"check": _build_inputs(builder, req.seed, configs, protocol.check_seed),
+            "warmup": _build_inputs(builder, req.seed, configs, protocol.warmup_seed) if req.observe else [],
+            "verify": _build_inputs(builder, req.seed, req.configs, protocol.verify_seed) if timed else []}
+
+
+def _build_inputs(builder, seed, configs, seed_of):
+    """Per config, the inputs `builder` makes on the CPU with seed ``seed_of(seed, index)``, or the builder's error
+    (a traceback string)."""
     inputs = []
     for i, cfg in enumerate(configs):
         try:
-            inputs.append(builder(cfg, seed_of(req.seed, i), req.device))
+            inputs.append(tuple(builder(cfg, seed_of(seed, i), "cpu")))
         except Exception:  # noqa: BLE001 - reported per config
             inputs.append(tb(8))
     return inputs
+
+
+def _moved(inputs, device):
+    """`inputs` (per config, as `_build_inputs` gives them) with every tensor moved to `device`."""
+    return [args if isinstance(args, str) else tuple(a.to(device) if isinstance(a, torch.Tensor) else a for a in args)
+            for args in inputs]
+
+
+def in_forked_child(work):
+    """The value of `work()`, computed in a forked child process, which sends it back over a pipe (torch.save) and
+    exits: whatever `work` held or freed (the seed, a generator seeded from it, the request's text) ends with that
+    process, so nothing of it is left in this one for the candidate, imported later, to read back (an uninitialised
+    allocation reuses freed memory). `work` must not use CUDA: a child forked after CUDA started cannot.
+
+    Raises:
+        protocol.ProtocolError: `work` raised one (a malformed request), with its message.
+        RuntimeError: `work` raised anything else (its traceback in the message), or the child died first."""
+    sys.stdout.flush()  # else what is buffered here would be written twice, once by the child
+    sys.stderr.flush()
+    read_end, write_end = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        code = 1
+        try:
+            os.close(read_end)
+            torch.set_num_threads(1)  # an OpenMP thread pool of the parent's is not there after fork
+            try:
+                answer = ("ok", work())
+            except protocol.ProtocolError as exc:
+                answer = ("protocol", str(exc))
+            except Exception:  # noqa: BLE001 - raised again in the parent
+                answer = ("error", tb())
+            with open(write_end, "wb") as f:
+                torch.save(answer, f)
+            code = 0
+        except BaseException:  # noqa: BLE001 - the parent reports the exit
+            traceback.print_exc()
+        finally:
+            os._exit(code)
+    os.close(write_end)
+    with open(read_end, "rb") as f:
+        data = f.read()
+    status = os.waitpid(pid, 0)[1]
+    if os.waitstatus_to_exitcode(status) != 0 or not data:
+        raise RuntimeError(f"the harness's input process died (exit code {os.waitstatus_to_exitcode(status)})")
+    # Not weights_only: the pipe's other end is a fork of this process that ran only trusted code (the pristine
+    # builder), and a builder's arguments may be any picklable value.
+    kind, value = torch.load(io.BytesIO(data), weights_only=False)
+    if kind == "protocol":
+        raise protocol.ProtocolError(value)
+    if kind != "ok":
+        raise RuntimeError(value)
+    return value
 
 
 def prepare_baseline(req, state, base_fn):
@@ -575,12 +655,18 @@ def prepare_baseline(req, state, base_fn):
     state.flush = torch.ones(req.flush_bytes // 4, dtype=torch.float32, device="cuda") if req.flush_bytes else None
     state.reset_l2 = _persisting_l2_reset()
     state.timing = []
-    gen = torch.Generator(device="cuda").manual_seed(req.seed)
+    # The pool's perturbations: no one reproduces them (every timed run is checked against the baseline's outputs
+    # for its own input set, computed here), so they are drawn from a fresh secret, never from the grading's seed.
+    gen = torch.Generator(device="cuda").manual_seed(secrets.randbits(63))
     for i, cfg in enumerate(req.configs):
-        # pool[0]: the verification inputs (seed + 1000 + i, built as the parent builds them); the other sets are
-        # fresh values derived on the GPU (cheap), so consecutive timed runs never see the same contents.
+        # pool[0]: the verification inputs (seed + 1000 + i, built as the parent builds them, in the forked child of
+        # `seeded_inputs`); the other sets are fresh values derived on the GPU (cheap), so consecutive timed runs
+        # never see the same contents.
         try:
-            verify = state.builder(cfg, protocol.verify_seed(req.seed, i), "cuda")
+            built = state.verify_inputs[i]
+            if isinstance(built, str):
+                raise RuntimeError("the task's input builder failed: " + built)
+            verify = tuple(a.to("cuda") if isinstance(a, torch.Tensor) else a for a in built)
             pool = [verify] + [tuple(_perturb(a, gen) for a in verify) for _ in range(req.input_sets - 1)]
             # What every timed run of the candidate must match: the baseline's outputs on each input set (computed on
             # copies: an in-place output must not change the pool's inputs).
@@ -708,18 +794,19 @@ def finish(req, state):
 
 def main(path, go_fd=None, ready_fd=None, stop_others=False, wait_go=False):
     """Serve the request at `path`: `prepare`, then (after saying so on `ready_fd` and reading a line on `go_fd`,
-    when given; with `wait_go`, after reading ``go`` on stdin) `finish`."""
-    with open(path) as f:
-        req = protocol.Request.from_json(json.load(f))
+    when given; with `wait_go`, after reading ``go`` on stdin) `finish`.
+
+    Raises:
+        protocol.ProtocolError: the request is malformed.
+        RuntimeError: it could not be read, or its inputs not built (see `in_forked_child`)."""
     t = time.monotonic()
-    state = prepare(req)
-    # The seed has made every input it is for: out of the candidate's reach from here on (the request file, which
-    # the parent keeps its own copy of, and this process's copy of the request).
-    req = dataclasses.replace(req, seed=0)
-    try:
-        os.unlink(path)
-    except OSError:
-        pass
+    # The seed never enters this process, where the candidate runs later: a forked child reads the request, deletes
+    # its file (the parent keeps its own copy) and builds every seeded input, and sends back the request without
+    # its seed, and the inputs. Nothing here, freed or not, holds the seed, the request's text or a generator
+    # seeded from it.
+    answer = in_forked_child(lambda: _read_request_and_build(path))
+    req = protocol.Request.from_json(answer["request"])
+    state = prepare(req, answer["inputs"])
     _phase("prepare", t)
     print(PREPARED_MARKER, flush=True)
     if wait_go:  # an observed run started ahead of its grading: the candidate's files are copied in before "go"
@@ -739,6 +826,25 @@ def main(path, go_fd=None, ready_fd=None, stop_others=False, wait_go=False):
         # The results are written: the worker may answer now, without waiting for this process's exit (tearing
         # down CUDA takes a few hundred ms). A candidate that writes this early only cuts its own grading short.
         os.write(ready_fd, FINISHED)
+
+
+def _read_request_and_build(path):
+    """In `main`'s forked child: the request at `path` (deleted once read) as JSON, its seed set to 0, and what
+    `seeded_inputs` builds for it: ``{"request": ..., "inputs": ...}``.
+
+    Raises:
+        OSError: the request cannot be read.
+        protocol.ProtocolError: it is malformed."""
+    try:
+        with open(path, "rb") as f:
+            text = f.read()
+    finally:
+        try:
+            os.unlink(path)
+        except OSError:
+            pass
+    req = protocol.Request.from_json(json.loads(text))
+    return {"request": dataclasses.replace(req, seed=0).to_json(), "inputs": seeded_inputs(req)}
 
 
 def _child(path, go_fd, ready_fd, close_fds, stop_others=False):

@@ -2,8 +2,9 @@
 final observation (an exception at import, whose traceback the grade shows), or uses it to tell checked calls from
 timed ones: the harness's request file in its grading directory held it.
 
-Defence: `seed_out_of_reach` (the harness deletes the request file and drops the seed from its own copy of the request
-once it has prepared, before any candidate code runs; the parent keeps its own copy). Honest twin: the task's own
+Defence: `seed_out_of_reach` (the harness's forked child that builds the inputs deletes the request file as soon as it
+has read it, before any candidate code runs, and the request the candidate's process holds has no seed; the parent
+keeps its own copy). Honest twin: the task's own
 kernel grades 120 with the same grader (tests/test_grader.py).
 
 `PRINT_THE_SEED` is the attack kernel; it is a string so that collecting this file never runs it.
