@@ -500,3 +500,44 @@ def test_transcript_lines_are_parsed_before_redaction(tmp_path):
     assert (policy._usage.input_tokens, policy._usage.output_tokens) == (7, 5)
     written = policy.transcript_path.read_text()
     assert "output_tokens" not in written and '"[redacted]": 5' in written
+
+
+def test_model_proxy_relays_only_the_allowed_target(tmp_path):
+    """The sandbox's model proxy (no CLI): CONNECT to the allowed host:port is answered 200 and relayed both ways,
+    an absolute-form GET to it is relayed as it is, and another port is refused 403 without a connection."""
+    import socket
+    import threading
+    from kernelgym.agents.confine import ModelProxy
+    upstream = socket.socket()
+    upstream.bind(("127.0.0.1", 0))
+    upstream.listen(4)
+    port = upstream.getsockname()[1]
+
+    def echo():
+        for _ in range(2):
+            conn, _ = upstream.accept()
+            conn.sendall(b"upstream got: " + conn.recv(100))
+            conn.close()
+    threading.Thread(target=echo, daemon=True).start()
+    proxy = ModelProxy(tmp_path / "proxy.sock", [f"127.0.0.1:{port}"])
+
+    def ask(request: bytes) -> bytes:
+        with socket.socket(socket.AF_UNIX) as s:
+            s.settimeout(5)
+            s.connect(str(tmp_path / "proxy.sock"))
+            s.sendall(request)
+            data = b""
+            while chunk := s.recv(4096):
+                data += chunk
+                if request.startswith(b"CONNECT") and data.endswith(b"\r\n\r\n"):
+                    s.sendall(b"hello")
+            return data
+    try:
+        assert ask(f"CONNECT 127.0.0.1:{port} HTTP/1.1\r\n\r\n".encode()).endswith(b"upstream got: hello")
+        got = ask(f"GET http://127.0.0.1:{port}/x HTTP/1.1\r\nhost: a\r\n\r\n".encode())
+        assert got.startswith(b"upstream got: GET http://127.0.0.1:")
+        assert ask(f"CONNECT 127.0.0.1:{port + 1} HTTP/1.1\r\n\r\n".encode()).startswith(b"HTTP/1.1 403")
+        assert [allowed for _, _, allowed in proxy.log] == [True, True, False]
+    finally:
+        proxy.close()
+        upstream.close()
