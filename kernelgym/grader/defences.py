@@ -93,8 +93,19 @@ DEFENCES: tuple[Defence, ...] = (
             "a family added to Linux later is refused too",
             "kernelgym.seccomp:program", _a("vsock_from_sandbox"), "ci"),
     Defence("static_check_depth", "an editable file whose syntax tree is too deep for the static check to walk, "
-            "raising out of the grader", "a file too deep to walk is a finding of its own, so the provenance gate "
-            "fails with that reason", "kernelgym.grader.provenance:check_source", _a("deep_syntax_tree"), "ci"),
+            "raising out of the grader, or nested so the check takes time quadratic in its size (98 nested classes, "
+            "a 1 MB file: 390 s in the env's process)",
+            "the check walks each tree once with an explicit stack (no recursion, linear in the file's size); a file "
+            "Python's own parser cannot read is a finding of its own, so the provenance gate fails with that reason",
+            "kernelgym.grader.provenance:check_source", _a("deep_syntax_tree"), "ci"),
+    Defence("static_check_sandboxed", "the static check run in the trusted process on hostile input: a module a "
+            "candidate names imported to resolve a chain (`import antigravity` ran webbrowser.open() as the env's "
+            "user), or a file that keeps the check busy without end",
+            "names are resolved against lists known ahead (provenance.MODULE_NAMES, allowed_names.py), never by "
+            "importing; the check runs in a bwrap sandbox of its own (python -I -S, no kernelgym imported) under "
+            "GraderConfig.static_check_timeout_s, and a check past its limit, or one that gives no result, fails "
+            "compile saying so",
+            "kernelgym.grader.static_check:run_static_check", _a("static_check_escape"), "ci"),
     Defence("linear_source_scans", "a native source written so the grader's scans of it take time quadratic in its "
             "size (hours for the 4 MiB cap)", "every scan of a C++ source is linear: patterns may end at the end of "
             "the text, and the tokenizer finds line ends without copying",
@@ -240,7 +251,7 @@ DEFENCES: tuple[Defence, ...] = (
             "/proc/self/mem (or a FIFO) that the parent would read later",
             "the parent reads the editable sources once, as capped regular files, right after copying them in and "
             "before any candidate code runs; every later use (the static check, launch-option notes) takes that text",
-            "kernelgym.grader.grader:Grader._editable_sources", _a("swap_source_for_link"), "ci"),
+            "kernelgym.grader.grader:Grader._editable_bytes", _a("swap_source_for_link"), "ci"),
     Defence("untrusted_file_reader", "a FIFO, directory, device or symlink in place of a result file, hanging the "
             "parent or pointing it at a host file",
             "every candidate-written file is opened O_NOFOLLOW | O_NONBLOCK and read only as a regular file under a "
@@ -320,14 +331,16 @@ DEFENCES: tuple[Defence, ...] = (
             "kernelgym.grader.harness:serve", _a("worker_memory_from_candidate"), "ci"),
 
     # -- what the harness checks in the candidate's process ------------------------------------------------------------
-    Defence("static_provenance_check", "PyTorch (or the task's reference) doing the work on the entry point's path, "
+    Defence("static_provenance_check", "PyTorch (or the task's reference) doing the work in the candidate's files, "
             "instead of or beside the candidate's kernels",
-            "the parent reads the syntax tree of the editable Python before any candidate code runs, from the entry "
-            "point along what it reaches by name (kernel bodies by kernel_bodies_checked), and refuses torch compute through any alias, "
-            "computing tensor methods, code built at run time and any import or read of the reference: a syntax tree, "
-            "not regular expressions, so an alias does not slip through. A first line: on NVIDIA GPUs the outside "
-            "observer lists the kernels that ran (outside_observer_kernels); C++ and CUDA sources are read as tokens "
-            "(kernelgym.grader.provenance:check_cpp_source)",
+            "the syntax tree of every editable Python file is judged whole, before any candidate code runs: every "
+            "function, class, decorator, default, annotation and module-level statement is held to the rules of "
+            "provenance.RULES (each named, with its rationale, an example, an honest twin and its attack file; "
+            "tests/test_provenance.py runs them all). Torch compute through any alias, computing tensor methods, code "
+            "built at run time and any import of the reference are refused: a syntax tree, not regular expressions, "
+            "so an alias does not slip through. Tensor arithmetic on the host is for the dynamic check where no "
+            "outside observer runs, and for the outside observer on NVIDIA GPUs (outside_observer_kernels); C++ and "
+            "CUDA sources are read as tokens (kernelgym.grader.provenance:check_cpp_source)",
             "kernelgym.grader.provenance:check_source", _a("pytorch_fallback_no_launch"), "ci"),
     Defence("private_reference_scratch_dir", "two gradings whose reference computations overlap (a prepared session "
             "given up, unseen evaluation) sharing fixed scratch file names: one compares against the other's "
@@ -348,27 +361,59 @@ DEFENCES: tuple[Defence, ...] = (
             "run, not a quota, as the byte cap",
             "kernelgym.grader.grader:Grader.grade", _a("many_empty_files"), "ci"),
     Defence("kernel_bodies_checked", "Python in a kernel's body (on the CPU interpreter it runs as Python): the "
-            "reference imported and the output written through a module-level list of the wrapper's tensors; a "
-            "`triton.constexpr_function`, run on the host while a kernel compiles, reached only from a kernel",
-            "a kernel's body is held to what Triton compiles (no imports, no `global`, no names but its own, "
-            "modules, Triton's, the file's functions and constant globals), and the functions it calls are checked in "
-            "turn, as kernels or as host code",
-            "kernelgym.grader.provenance:_KernelChecker", _a("python_in_interpreted_kernel_body"), "ci"),
+            "reference imported and the output written through a module-level list of the wrapper's tensors; numpy "
+            "reached through `.handle.data`; a `triton.constexpr_function`, run on the host while a kernel compiles",
+            "a kernel's body is held to what Triton compiles: only the statements Triton's frontend takes "
+            "(kernel_statements), no names but its own, modules, the file's Triton functions and constant globals "
+            "(kernel_names), and only Triton values' attributes (kernel_attributes: no `.handle`, no `.data`); "
+            "constexpr functions are host code and judged as such",
+            "kernelgym.grader.provenance:KERNEL_NODES", _a("python_in_interpreted_kernel_body"), "ci"),
+    Defence("whole_file_judged", "code the check never read because nothing reached it by name: a function handed "
+            "to a decorator, a decorated class's methods, a module-level `__getattr__` or a deleted entry point "
+            "handing the harness an unchecked function, `import kernel` or `from kernel import helper` from kernel.py",
+            "every statement of every editable file is judged whatever reaches it; decorators are Triton's only, "
+            "classes plain, dunder bindings refused, the entry point defined once and never rebound, and the "
+            "candidate's own modules are not importable",
+            "kernelgym.grader.provenance:_FileChecker", _a("decorated_helper_computes"), "ci"),
+    Defence("own_modules_not_importable", "the kernel file importing itself (`import kernel`, `from kernel import "
+            "helper as h`) so that chains through its own module (`kernel.torch.nn.functional`) are not judged as "
+            "module chains; an import inside a function; an imported name rebound",
+            "imports are an allow-list of module paths (torch, triton, triton.language, math, os.path, typing, "
+            "__future__), at module level only; the candidate's editable files and the reference are not on it; an "
+            "imported name is bound nowhere else in the file",
+            "kernelgym.grader.provenance:_FileChecker._check_import", _a("self_import_helper"), "ci"),
+    Defence("entry_point_fixed", "the harness handed another function than the one the check read: the checked "
+            "entry point deleted and a module-level `__getattr__` returning an unchecked one, or the name rebound "
+            "later (directly or through `global`)",
+            "the entry point is defined exactly once at the top level, undecorated, and bound, deleted or declared "
+            "global nowhere else; dunder names (a module's `__getattr__`) are never bound",
+            "kernelgym.grader.provenance:_FileChecker._check_entry_point", _a("entry_point_swapped"), "ci"),
+    Defence("kernel_attributes_listed", "numpy reached inside a kernel body through a Triton value's "
+            "`.handle.data` (on the CPU interpreter, the array behind it)",
+            "a kernel body's attributes of its own values are an allow-list, Triton values' methods and attributes "
+            "(allowed_names.TL_TENSOR_ATTRIBUTES), without `handle` or `data`",
+            "kernelgym.grader.allowed_names:TL_TENSOR_ATTRIBUTES", _a("numpy_through_kernel_handle"), "ci"),
+    Defence("source_bytes_judged", "a source Python versions read differently (a NUL byte: ValueError on 3.10, "
+            "SyntaxError on 3.11), bytes that are not UTF-8 (the checked text, decoded with replacement, differs "
+            "from the imported one), a file over the cap",
+            "the check reads the bytes first: each of these fails compile with the file and line named",
+            "kernelgym.grader.provenance:source_errors", _a("unreadable_source"), "ci"),
     Defence("refused_names_as_attributes", "a refused name reached as another module's attribute: "
             "`os.sys.modules` (the reference the harness loaded), `triton.runtime.cache.os.environ`, "
             "`triton.runtime.autotuner.builtins.exec`, `triton.testing.subprocess`",
             "imports are an allow-list, and a module's imports are its attributes: a chain of attributes rooted at an "
-            "import is resolved against the installed modules and may reach no module outside an allow-list and no "
-            "private name; every name refused by name is refused as an attribute too; a module, getattr or hasattr "
-            "passed around as a value is refused",
-            "kernelgym.grader.provenance:REACH_ATTRIBUTES", _a("reference_through_os_sys_modules"), "ci"),
+            "import is resolved against provenance.MODULE_NAMES, a table of each allowed module's names known ahead "
+            "(never the installed modules): a name not listed ends the chain with a finding; a module, getattr or "
+            "hasattr passed around as a value is refused",
+            "kernelgym.grader.provenance:MODULE_NAMES", _a("reference_through_os_sys_modules"), "ci"),
     Defence("no_process_tricks_in_source", "a helper process or thread started by the candidate that rewrites the "
             "outputs after the harness saved them, works while the baseline is timed, or walks the garbage collector "
             "for the expected tensors",
-            "a kernel wrapper has no use for fork, subprocess, threading, ctypes, gc or inspect: refusing them on the "
-            "entry point's path costs honest kernels nothing and closes the plain forms before any candidate code "
-            "runs; obfuscated forms are left to the outside observer (its kernel list and the speedup cross-check)",
-            "kernelgym.grader.provenance:PROCESS_MODULES", _a("forked_helper_rewrites_outputs"), "ci"),
+            "a kernel wrapper has no use for fork, subprocess, threading, ctypes, gc or inspect: imports are an "
+            "allow-list (torch, triton, math, os.path, typing), which closes the plain forms before any candidate "
+            "code runs; obfuscated forms are left to the outside observer (its kernel list and the speedup "
+            "cross-check)",
+            "kernelgym.grader.provenance:_not_importable", _a("forked_helper_rewrites_outputs"), "ci"),
     Defence("stop_others_before_results", "a process forked by the candidate that rewrites a result file after the "
             "harness wrote it, before the sandbox is torn down",
             "the harness is alone in its pid namespace with the worker and bwrap's init: it can stop everything else "
@@ -505,7 +550,7 @@ DEFENCES: tuple[Defence, ...] = (
             "path, and in C++ `fopen`, streams, `getenv`, `dlopen`, processes and vendor library handles "
             "(CPP_HOST_NAMES); detection past it gains little (the observed outputs must be right with only the candidate's "
             "kernels, and the timing is cross-checked)",
-            "kernelgym.grader.provenance:HOST_NAMES", _a("detect_the_observed_run"), "ci"),
+            "kernelgym.grader.provenance:REFUSED_NAMES", _a("detect_the_observed_run"), "ci"),
     Defence("kernel_artifacts_only", "shared libraries the candidate planted in Triton's cache during its checked run "
             "(host launchers) loaded into the observed run: native code beside the profiler",
             "of that cache only compiled kernels and their metadata are copied (no `.so`, no links): the observed run "
