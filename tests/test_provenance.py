@@ -74,7 +74,7 @@ def test_the_repos_honest_kernels_pass(path):
     (BASE + "\n_W = torch.matmul(torch.ones(2, 2), torch.ones(2, 2))\n", "module_names_allowed"),
     (BASE.replace(RET, "    return torch.Tensor.mean(x, -1)"), "module_names_allowed"),
     (BASE.replace(RET, "    _k = x.item()\n" + RET), "host_methods_allowed"),
-    (BASE.replace(RET, "    f = x.multiply\n" + RET), "tensor_methods_not_values"),
+    (BASE.replace(RET, "    f = x.multiply\n" + RET), "host_values_allowed"),
     (BASE.replace(RET, "    y = y.add(x)\n" + RET), "host_methods_allowed"),
     ("import os\n" + BASE.replace(RET, "    s = '{0.__globals__}'.format(os.path.join)\n" + RET), "host_methods_allowed"),
     ("import os\n" + BASE.replace(RET, "    e = os.path.expandvars('$LD_PRELOAD')\n" + RET), "module_names_allowed"),

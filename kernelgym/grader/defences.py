@@ -375,6 +375,21 @@ DEFENCES: tuple[Defence, ...] = (
             "classes plain, dunder bindings refused, the entry point defined once and never rebound, and the "
             "candidate's own modules are not importable",
             "kernelgym.grader.provenance:_FileChecker", _a("decorated_helper_computes"), "ci"),
+    Defence("host_values_read_by_allow_list", "Python computing on the CPU interpreter's numpy arrays behind Triton "
+            "values: a `triton.constexpr_function` called from a kernel body with its live values reads "
+            "`.handle.data`; through `.ctypes._ctypes.pythonapi` it ran any Python, which planted an unchecked "
+            "function the wrapper called by a name the file never binds",
+            "a constexpr function is held to a kernel's rules; host code reads as values only tensor properties and "
+            "attributes the file assigns (never handle, data, ctypes), an allow-list where a deny-list of torch "
+            "method names missed numpy's; a name the file never binds and no builtin is, is refused",
+            "kernelgym.grader.provenance:_FileChecker._host_value", _a("constexpr_function_reads_values"), "ci"),
+    Defence("dynamic_check_sees_suspension", "reading a tensor's values where no operator shows: `str()`, `repr()` "
+            "or an f-string of a tensor runs torch's printing with every dispatch mode suspended, then Python "
+            "computes on the printed digits",
+            "the harness watches torch's own function that pops the dispatch modes while a checked call runs: any "
+            "suspension of its record fails the call (honest wrappers print no tensors); the static check also "
+            "refuses repr, ascii and format, and str() in kernel bodies",
+            "kernelgym.grader.harness:recorded_call", _a("constexpr_function_reads_values"), "ci"),
     Defence("own_modules_not_importable", "the kernel file importing itself (`import kernel`, `from kernel import "
             "helper as h`) so that chains through its own module (`kernel.torch.nn.functional`) are not judged as "
             "module chains; an import inside a function; an imported name rebound",

@@ -62,6 +62,22 @@ _randbelow = secrets.randbelow
 _TorchDispatchMode = torch.utils._python_dispatch.TorchDispatchMode
 _mode_enter, _mode_exit = _TorchDispatchMode.__enter__, _TorchDispatchMode.__exit__
 _dispatch_stack_at = torch._C._get_dispatch_stack_at
+# Torch's own code suspends every dispatch mode where it reads tensor values for Python (printing: str, repr and
+# format of a tensor run under _disable_current_modes), and each suspension pops the modes through this module-level
+# function: watched while a checked call runs (`recorded_call`), a suspension fails the call, since values read that
+# way never show as operators.
+_python_dispatch = torch.utils._python_dispatch
+_pop_mode = _python_dispatch._pop_mode
+_watch = {"on": False, "suspended": 0}
+
+
+def _watched_pop_mode(*args, **kwargs):
+    if _watch["on"]:
+        _watch["suspended"] += 1
+    return _pop_mode(*args, **kwargs)
+
+
+_python_dispatch._pop_mode = _watched_pop_mode
 try:
     import torch.utils.serialization
     torch.utils.serialization.config.save.compute_crc32 = False  # see _save
@@ -164,14 +180,20 @@ def recorded_call(fn, args, allowed):
     recorder = OpRecorder(allowed)
     error, ret = None, None
     _mode_enter(recorder)
+    _watch.update(on=True, suspended=0)
     try:
         ret = fn(*args)
     except Exception as exc:  # noqa: BLE001 - raised again below, unless the check has its own error
         error = exc
+    _watch["on"] = False  # before the harness's own exit of its mode, which pops it
     if not (_dispatch_modes() == depth + 1 and _dispatch_stack_at(depth) is recorder):
         raise ProvenanceError(f"provenance: the call pushed or popped a torch dispatch mode (the harness left "
                               f"{depth + 1}, its own on top; {_dispatch_modes()} after the call)") from error
     _mode_exit(recorder, None, None, None)
+    if _watch["suspended"]:
+        raise ProvenanceError("provenance: the call suspended the harness's record of PyTorch operators (torch does "
+                              "so to print a tensor: str, repr or format of a tensor read its values outside the "
+                              "operators)") from error
     if recorder.refused:
         ops = ", ".join(f"`{op}`" for op in list(recorder.refused)[:8])
         raise ProvenanceError(f"provenance: PyTorch computed {ops} during the call (only allocation, views, copies and "

@@ -23,6 +23,7 @@ Standard library only: this file is loaded by path in the check's sandbox, with 
 from __future__ import annotations
 
 import ast
+import builtins
 import importlib.util
 import json
 import os
@@ -92,15 +93,21 @@ METHOD_ALLOWED = frozenset({
 })
 #: Tensor attributes host code may read as values: properties, not methods.
 TENSOR_PROPERTIES = frozenset({"shape", "dtype", "device", "ndim", "is_cuda", "itemsize", "T", "mT", "layout",
-                               "is_floating_point", "is_signed", "names", "requires_grad", "nbytes", "data"})
+                               "is_floating_point", "is_signed", "names", "requires_grad", "nbytes", "type",
+                               "index", "value", "multi_processor_count", "total_memory", "major", "minor", "name"})
+#: Attribute names host code may never read as values, even where the file assigns them: the interpreter's arrays
+#: behind a Triton value and what numpy hangs off them.
+HOST_VALUES_REFUSED = frozenset({"handle", "data", "ctypes", "base", "pythonapi"})
 #: Builtins and module globals refused as names anywhere: they run code built at run time, reach the host's files,
 #: or take an object apart (what the check reads by name they would hide).
 REFUSED_NAMES = frozenset({
     "exec", "eval", "compile", "__import__", "globals", "locals", "vars", "getattr", "setattr", "delattr", "hasattr",
     "dir", "type", "open", "input", "breakpoint", "memoryview", "id", "help", "exit", "quit", "copyright", "credits",
-    "license", "__build_class__", "__builtins__", "__loader__", "__spec__", "__file__", "__cached__", "classmethod",
+    "license", "repr", "ascii", "format", "__build_class__", "__builtins__", "__loader__", "__spec__", "__file__", "__cached__", "classmethod",
     "staticmethod", "property",
 })
+#: Python's builtins, read off this process's own `builtins` module (no candidate module is imported for it).
+BUILTIN_NAMES = frozenset(dir(builtins))
 #: Dunder names host code may read (``if __name__ == "__main__":``).
 DUNDER_NAMES_ALLOWED = frozenset({"__name__"})
 #: Dunder attributes any code may reach; every other one takes an object apart (its class, globals, frame).
@@ -120,13 +127,16 @@ DECORATORS_ALLOWED = KERNEL_DECORATORS | {"triton.constexpr_function"}
 KERNEL_MODULES = ("triton", "math")
 #: Builtins a kernel body may call: Triton's frontend accepts these.
 KERNEL_BUILTINS = frozenset({"range", "min", "max", "len", "int", "float", "bool", "abs", "print", "isinstance",
-                             "tuple", "list", "zip", "enumerate", "str"})
+                             "tuple", "list", "zip", "enumerate"})
+#: Kernel builtins that turn a value into Python's own (on the interpreter, a Triton block's numbers): in a kernel
+#: body only over constants (``float("-inf")``).
+KERNEL_CONVERSIONS = frozenset({"int", "float", "bool", "tuple", "list"})
 #: The statements and expressions a kernel body may hold: what Triton's frontend compiles. Nested functions,
 #: classes, lambdas, comprehensions, imports, ``global``, ``try`` and ``with`` are Python only the interpreter runs.
 KERNEL_NODES = (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Expr, ast.If, ast.For, ast.While, ast.Return, ast.Pass,
                 ast.Break, ast.Continue, ast.Assert, ast.BoolOp, ast.BinOp, ast.UnaryOp, ast.IfExp, ast.Compare,
                 ast.Call, ast.Constant, ast.Attribute, ast.Subscript, ast.Name, ast.List, ast.Tuple, ast.Slice,
-                ast.Starred, ast.JoinedStr, ast.FormattedValue, ast.keyword, ast.expr_context, ast.operator,
+                ast.Starred, ast.keyword, ast.expr_context, ast.operator,
                 ast.boolop, ast.unaryop, ast.cmpop)
 
 
@@ -188,10 +198,17 @@ RULES: tuple[Rule, ...] = (
          "an allow-list: PyTorch's computing methods are hundreds and grow",
          _H + _K + _RUN.replace("    return y", "    return x.multiply(2)"), _H + _K + _RUN,
          "tests/attacks/pytorch_fallback_no_launch.py"),
-    Rule("tensor_methods_not_values", "a tensor method taken as a value in host code (``f = x.mul``)",
-         "a call of it later is a call of a plain name, which the method rule cannot judge",
-         _H + _K + _RUN.replace("    return y", "    f = x.multiply\n    return f(2)"), _H + _K + _RUN,
-         "tests/attacks/pytorch_fallback_no_launch.py"),
+    Rule("host_values_allowed", "an attribute read as a value in host code that is neither a tensor's property "
+         "(shape, dtype, device, ...) nor one the file itself assigns (``f = x.mul``, ``p.handle.data.ctypes``)",
+         "an allow-list: a method taken as a value is called later by a plain name the method rule cannot judge, and "
+         "a deny-list missed the interpreter's numpy arrays and the ctypes module behind them",
+         _H + _K + _RUN.replace("    return y", "    f = x.multiply\n    return f(2)"),
+         _H + _K + _RUN.replace("    return y", "    n = x.shape[-1] * x.dtype.itemsize\n    return y"),
+         "tests/attacks/constexpr_function_reads_values.py"),
+    Rule("unbound_names", "a name read that the file never binds and that is no builtin",
+         "such a name can only hold what code outside the check put in the module's globals",
+         _H + _K + _RUN.replace("    return y", "    return compute(x)"), _H + _K + _RUN,
+         "tests/attacks/constexpr_function_reads_values.py"),
     Rule("no_matmul_operator", "``@`` in host code", "on tensors it is a PyTorch matmul",
          _H + _K + _RUN.replace("    return y", "    return x @ x"), _H + _K + _RUN,
          "tests/attacks/pytorch_fallback_no_launch.py"),
@@ -339,6 +356,15 @@ class _FileChecker:
                 self.add(where, "import_names_not_rebound", f"binds `{name}` both by an import and otherwise (the "
                                                             f"check reads an imported name as that module everywhere)")
         self.bound = bound
+        # Attribute names the file assigns (``self.n = n``) or binds in a class body: host code may read them back.
+        self.own_attributes = {n.attr for n in ast.walk(tree) if isinstance(n, ast.Attribute)
+                               and isinstance(n.ctx, ast.Store)}
+        self.own_attributes |= {t.id for c in ast.walk(tree) if isinstance(c, ast.ClassDef) for st in c.body
+                                if isinstance(st, (ast.Assign, ast.AnnAssign))
+                                for t in (st.targets if isinstance(st, ast.Assign) else [st.target])
+                                if isinstance(t, ast.Name)}
+        self.own_attributes |= {f.name for c in ast.walk(tree) if isinstance(c, ast.ClassDef) for f in c.body
+                                if isinstance(f, ast.FunctionDef)}
         # The file's own functions and classes at module level, and the names a kernel may read of its globals.
         self.top_defs = {n.name: n for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
         self.top_classes = {n.name for n in tree.body if isinstance(n, ast.ClassDef)}
@@ -483,6 +509,12 @@ class _FileChecker:
             return [(c, _Ctx(in_class=False)) for c in ast.iter_child_nodes(node)]
         if isinstance(node, ast.Call):
             self._called.add(id(node.func))
+            f = node.func
+            if ctx.kernel and isinstance(f, ast.Name) and f.id in KERNEL_CONVERSIONS and not all(
+                    _literal(a) for a in (*node.args, *(k.value for k in node.keywords))):
+                self.add(node, "kernel_names", f"`{f.id}()` of a value inside a kernel (on the interpreter it turns a "
+                                               f"Triton block into Python's numbers; only constants, as "
+                                               f"`float(\"-inf\")`)")
         elif isinstance(node, ast.Attribute):
             return self._chain(node, ctx)
         elif isinstance(node, ast.Name):
@@ -494,6 +526,13 @@ class _FileChecker:
                 if n.startswith("__"):
                     self.add(node, "no_dunder_bindings", f"declares the dunder name `{n}` global")
         return None
+
+    def _host_value(self, attr: str) -> bool:
+        """Whether host code may read `attr` as a value (not called): a tensor's property, or an attribute the file
+        assigns that is no tensor method and none of `HOST_VALUES_REFUSED`."""
+        if attr in HOST_VALUES_REFUSED:
+            return False
+        return attr in TENSOR_PROPERTIES or (attr in self.own_attributes and attr not in _names.TORCH_TENSOR_METHODS)
 
     def _bind_dunder(self, node: ast.AST, name: str, in_class: bool) -> None:
         if name.startswith("__") and name.endswith("__") and not (in_class and name in CLASS_DUNDERS_ALLOWED):
@@ -516,7 +555,9 @@ class _FileChecker:
                    if a is not None and a.annotation is not None],
                  *([fn.returns] if fn.returns is not None else [])]
         children = [(p, host) for p in parts]
-        if paths & KERNEL_DECORATORS:
+        # A constexpr function runs while a kernel compiles, on the interpreter with the kernel's live values: it is
+        # held to a kernel's rules (its body Triton's or plain arithmetic on constants).
+        if paths & DECORATORS_ALLOWED:
             own = {a.arg for a in (*args.posonlyargs, *args.args, *args.kwonlyargs, args.vararg, args.kwarg)
                    if a is not None}
             for part in fn.body:
@@ -554,6 +595,9 @@ class _FileChecker:
         elif name in self.imports and _namespace_of(self.imports[name]):
             self.add(node, "module_names_allowed", f"uses the module `{self.imports[name]}` as a value (only "
                                                    f"`{name}.<listed name>` is resolved)")
+        elif name not in self.bound and name not in self.imports and name not in BUILTIN_NAMES:
+            self.add(node, "unbound_names", f"reads `{name}`, which the file never binds and no builtin is (it could "
+                                            f"only come from code the check never read)")
         elif ctx.kernel and name not in ctx.names:
             self.add(node, "kernel_names", f"reads `{name}` inside a kernel: a kernel reads its parameters, its own "
                                            f"names, modules, the file's Triton functions, constant globals and "
@@ -596,10 +640,18 @@ class _FileChecker:
                 if a not in METHOD_ALLOWED:
                     self.add(link, "host_methods_allowed", f"calls `.{a}()`, which is not an allocation, view, shape "
                                                            f"or container method")
-            elif a in _names.TORCH_TENSOR_METHODS and a not in METHOD_ALLOWED | TENSOR_PROPERTIES:
-                self.add(link, "tensor_methods_not_values", f"takes the tensor method `.{a}` as a value (a call of it "
-                                                            f"is judged by name)")
+            elif not self._host_value(a):
+                self.add(link, "host_values_allowed", f"reads `.{a}` as a value: host code reads only a tensor's "
+                                                      f"properties and attributes the file assigns (a method taken "
+                                                      f"as a value hides the call it is later)")
         return [(root, ctx)]
+
+
+def _literal(node: ast.AST) -> bool:
+    """A constant, or a signed one (``-1``)."""
+    while isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
+        node = node.operand
+    return isinstance(node, ast.Constant)
 
 
 def _describe(node: ast.AST) -> str:
