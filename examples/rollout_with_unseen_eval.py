@@ -22,14 +22,17 @@ def main():
     args = ap.parse_args()
     run_dir = Path(args.run_dir)
     env = gym.make("KernelArena/triton-rmsnorm-v0", run_dir=run_dir, max_steps=10)
-    env = UnseenConfigEval(TrajectoryRecorder(env, run_dir / "trajectories.jsonl"), gate_reward=True)
+    # On the CPU interpreter the unseen configs cover small sizes and its dtypes only: allow_partial_coverage lets the
+    # gate pass a kernel correct on what was covered (each result's claim says so); on a GPU every region runs.
+    env = UnseenConfigEval(TrajectoryRecorder(env, run_dir / "trajectories.jsonl"), gate_reward=True,
+                           allow_partial_coverage=True)
     policy = load_policy("tuner", params={"BLOCK_SIZE": [512, 2048]})  # a small grid: a quick example
     for episode in range(args.episodes):
         result = rollout(env, policy, seed=episode)
         u = result["unseen"]
         print(f"episode {episode}: reward {result['reward']:.1f} (seen score {result['grade']['score']:.1f}), "
               f"{result['steps']} steps; unseen: {u['quadrant']}, optimized kernel correct on "
-              f"{u['optimized_passed']}/{u['n']} configs")
+              f"{u['optimized_passed']}/{u['n']} configs ({u.get('claim', u['quadrant'])})")
     env.close()
     print(f"trajectories: {run_dir / 'trajectories.jsonl'}")
 
