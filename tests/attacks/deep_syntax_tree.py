@@ -1,5 +1,5 @@
 """Attack: an editable file whose syntax tree is deeper than a recursive walk can follow (found by review:
-one line `_z = a.b.b...` with 800 attributes, under `if False:`), so the check raises RecursionError and with it
+one line `_z = a.b.b...` with 800 attributes; here `x.view(-1)...` 800 times, under `if False:`), so the check raises RecursionError and with it
 `Grader.grade` and `env.step`, instead of grading; or deeper than Python's own parser can read.
 
 Defence: `static_check_depth` (the check walks with an explicit stack, so any tree the parser reads is judged; a file
@@ -11,9 +11,10 @@ from kernelgym.grader.provenance import check_source
 
 
 def test_a_syntax_tree_too_deep_to_recurse_is_judged_not_raised():
-    deep = "import torch\n\ndef rmsnorm(x, w, eps=1e-6):\n    if False:\n        _z = a" + ".b" * 800 + "\n    return x\n"
+    # The chain is of methods the host may call, so the deep file is honest apart from its depth.
+    deep = "import torch\n\ndef rmsnorm(x, w, eps=1e-6):\n    if False:\n        _z = x" + ".view(-1)" * 800 + "\n    return x\n"
     assert check_source({"kernel.py": deep}, "kernel.py:rmsnorm", "reference.py:rmsnorm_reference") == []
-    cheat = deep.replace("_z = a", "_z = torch.nn.functional.silu(x).a")
+    cheat = deep.replace("_z = x", "_z = torch.nn.functional.silu(x)")
     findings = check_source({"kernel.py": cheat}, "kernel.py:rmsnorm", "reference.py:rmsnorm_reference")
     assert [f.rule for f in findings] == ["module_names_allowed"], findings
 
@@ -26,5 +27,5 @@ def test_a_file_the_parser_runs_out_of_memory_on_is_refused_not_raised():
 
 
 def test_honest_twin_a_shallow_file_is_read():
-    shallow = "import torch\n\ndef rmsnorm(x, w, eps=1e-6):\n    _z = a" + ".b" * 20 + "\n    return x\n"
+    shallow = "import torch\n\ndef rmsnorm(x, w, eps=1e-6):\n    _z = x" + ".view(-1)" * 20 + "\n    return x\n"
     assert check_source({"kernel.py": shallow}, "kernel.py:rmsnorm", "reference.py:rmsnorm_reference") == []
