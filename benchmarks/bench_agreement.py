@@ -16,7 +16,7 @@ from pathlib import Path
 from kernelgym.env import KernelArenaEnv
 from kernelgym.grader import GraderConfig
 
-REWRITE = Path(__file__).resolve().parents[1] / "kernelgym/policies/tuner/rewrites/rmsnorm_one_pass.py"
+REWRITE = Path(__file__).resolve().parents[1] / "policies/tuner/rewrites/rmsnorm_one_pass.py"
 LINE = re.compile(r"config (\d+).*?speedup\s+([0-9.]+)x")
 
 

@@ -8,7 +8,7 @@ import sys
 
 import torch
 
-sys.path.insert(0, "kernelgym/tasks/triton/rmsnorm")
+sys.path.insert(0, "tasks/triton/rmsnorm")
 from reference import make_inputs  # noqa: E402
 
 spec = importlib.util.spec_from_file_location("k", sys.argv[1])

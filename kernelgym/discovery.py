@@ -1,6 +1,6 @@
 """Finding tasks: the built-in ones shipped in the package, plus the user's own folders.
 
-The search path is, in order: the built-in root (``kernelgym/tasks``), each folder of ``KERNELGYM_TASKS_PATH``
+The search path is, in order: the built-in root (the repository's ``tasks/``), each folder of ``KERNELGYM_TASKS_PATH``
 (separated by ``os.pathsep``), then the folders given as ``tasks_dir``. A task is any folder holding
 ``task.yaml``; tasks do not nest, so the folders inside a task are not searched.
 

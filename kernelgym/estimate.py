@@ -30,7 +30,7 @@ GRADER = Path(__file__).resolve().parent / "grader"
 
 #: Model: device time of one kernel launch beyond its memory traffic (µs). Not from the hardware profiles (they hold
 #: no such figure): about the smallest kernel time the grader's CUDA-graph timing reads on the H200 (an RMSNorm of
-#: 32x128 took 1.4 µs by graph replay, profiles/h200.md); stated, not measured per profile.
+#: 32x128 took 1.4 µs by graph replay, hardware/h200.md); stated, not measured per profile.
 LAUNCH_US = 2.0
 #: The GPU profile the CPU estimate targets unless ``bench.py --target`` names another.
 DEFAULT_TARGET = "h200"

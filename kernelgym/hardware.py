@@ -1,7 +1,7 @@
-"""Hardware profiles: ``profiles/<id>.yaml`` (numbers) plus ``profiles/<id>.md`` (a reference document
+"""Hardware profiles: ``hardware/<id>.yaml`` (numbers) plus ``hardware/<id>.md`` (a reference document
 that goes into the prompt). Code reads the data; there are no ``arch ==`` branches.
 
-Profiles are looked for in the built-in folder (``kernelgym/profiles``), then in each folder of
+Profiles are looked for in the built-in folder (the repository's ``hardware/``), then in each folder of
 ``KERNELGYM_HARDWARE_PATH`` (os.pathsep-separated), then in the folders given as ``hardware_dir``. A user
 profile may not reuse an id: that is an error naming both files. A broken profile is skipped with a warning.
 
@@ -18,8 +18,11 @@ from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError,
 
 from kernelgym.discovery import Dirs, as_dirs, env_dirs, warn_once
 from kernelgym.errors import HardwareProfileError, KernelGymError
+from kernelgym.resources import builtin_folder
 
-DEFAULT_HARDWARE_ROOT = Path(__file__).resolve().parent / "profiles"
+#: The built-in profiles: the repository's top-level hardware/ folder, shipped in the package as
+#: kernelgym.hardware_profiles.
+DEFAULT_HARDWARE_ROOT = builtin_folder("hardware")
 #: Environment variable listing the user's hardware-profile folders, separated by os.pathsep.
 HARDWARE_PATH_ENV = "KERNELGYM_HARDWARE_PATH"
 #: Which vendors' devices can run each task language, for a language whose backend module (kernelgym/backends)

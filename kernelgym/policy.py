@@ -2,9 +2,9 @@
 
 A policy is a folder ``<name>/`` holding ``policy.py`` with ``<Name>Config`` (a dataclass; one doc string per
 field) and ``<Name>Policy``, and ``config.yaml`` whose keys are the config's fields. `load_policy` finds them
-by listing folders: the built-in ones (``kernelgym/policies``), then each folder of ``KERNELGYM_POLICIES_PATH``
-(os.pathsep-separated), then the folders given as ``policies_dir``. A user policy may not reuse a name (an
-error naming both folders). Keyword overrides win over the YAML.
+by listing folders: the built-in ones (the repository's ``policies/``), then each folder of
+``KERNELGYM_POLICIES_PATH`` (os.pathsep-separated), then the folders given as ``policies_dir``. A user policy may
+not reuse a name (an error naming both folders). Keyword overrides win over the YAML.
 
 A policy.py may define ``REQUIRES``, a literal list of what the policy needs to run, each entry
 ``"env:VAR"`` (an environment variable, e.g. an API key), ``"binary:NAME"`` (a program where the CLI policies
@@ -29,8 +29,10 @@ import yaml
 
 from kernelgym.discovery import Dirs, as_dirs, env_dirs
 from kernelgym.errors import PolicyConfigError, UnknownPolicyError
+from kernelgym.resources import builtin_folder
 
-DEFAULT_POLICIES_ROOT = Path(__file__).resolve().parent / "policies"
+#: The built-in policies: the repository's top-level policies/ folder, shipped in the package as kernelgym.policies.
+DEFAULT_POLICIES_ROOT = builtin_folder("policies")
 #: Environment variable listing the user's policy folders, separated by os.pathsep.
 POLICIES_PATH_ENV = "KERNELGYM_POLICIES_PATH"
 

@@ -18,9 +18,10 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from kernelgym.config_space import ConfigSpace, DimRange, expand, violations  # noqa: F401 - DimRange re-exported
 from kernelgym.errors import TaskSpecError
+from kernelgym.resources import builtin_folder
 
-#: The built-in tasks, shipped inside the package.
-DEFAULT_TASKS_ROOT = Path(__file__).resolve().parent / "tasks"
+#: The built-in tasks: the repository's top-level tasks/ folder, shipped in the package as kernelgym.tasks.
+DEFAULT_TASKS_ROOT = builtin_folder("tasks")
 
 #: The largest task file read or copied (a downloaded task folder is not trusted to be small).
 MAX_TASK_FILE_BYTES = 256 << 20

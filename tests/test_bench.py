@@ -1,14 +1,13 @@
 """bench.py and the env's bench action on the CPU interpreter: the estimate is a labelled model, never a measured
 speedup; the interpreter's counts of bytes are deterministic and see a second read; malformed bench actions."""
 import re
-from pathlib import Path
 
 import pytest
 
+from kernelgym.policy import DEFAULT_POLICIES_ROOT
 from kernelgym.spaces import ActionError, parse_action
 
-ONE_PASS = (Path(__file__).resolve().parents[1] / "kernelgym" / "policies" / "tuner" / "rewrites" /
-            "rmsnorm_one_pass.py").read_text()
+ONE_PASS = (DEFAULT_POLICIES_ROOT / "tuner" / "rewrites" / "rmsnorm_one_pass.py").read_text()
 SUMMARY = re.compile(r"BENCH kind=(\w+) speedup_mean=(\S+) speedup_geomean=(\S+) band=\S+ bytes_ratio=(\S+) configs=(\d+)")
 BYTES = re.compile(r"^config (\d+) .*?: original (\d+) B .*?\| yours (\d+) B", re.M)
 

@@ -1,4 +1,4 @@
-"""The native (CUDA C++, hipified on AMD) tasks under kernelgym/tasks/cuda on a machine without a GPU.
+"""The native (CUDA C++, hipified on AMD) tasks under tasks/cuda on a machine without a GPU.
 
 Without nvcc: every task loads with its kind, difficulty, guidance and roofline; its sources keep to what hipify
 can carry; its reference is seeded and runs on its configs; its tolerances pass the answer a correct kernel gives

@@ -1,15 +1,14 @@
 """The tuner policy: it optimizes bench.py's measure, never submits a variant its measure says is not faster than the
 original, keeps to the step budget, and on the CPU main job ends correct with a kernel that moves fewer bytes."""
 import re
-from pathlib import Path
 
 import pytest
 
-from kernelgym.policy import load_policy
+from kernelgym.policy import DEFAULT_POLICIES_ROOT, load_policy
+from kernelgym.task import DEFAULT_TASKS_ROOT
 
-TASK_KERNEL = (Path(__file__).resolve().parents[1] / "kernelgym" / "tasks" / "triton" / "rmsnorm" / "kernel.py").read_text()
-ONE_PASS = (Path(__file__).resolve().parents[1] / "kernelgym" / "policies" / "tuner" / "rewrites" /
-            "rmsnorm_one_pass.py").read_text()
+TASK_KERNEL = (DEFAULT_TASKS_ROOT / "triton" / "rmsnorm" / "kernel.py").read_text()
+ONE_PASS = (DEFAULT_POLICIES_ROOT / "tuner" / "rewrites" / "rmsnorm_one_pass.py").read_text()
 CHECK_OK = "CHECK correct=3/3 time_ms=nan\n"
 
 

@@ -2,7 +2,7 @@
 
 y = x / sqrt(mean(x^2) + eps) * weight, accumulated in fp32.
 
-Rewritten by kernelgym's tuner policy from the task's two-pass baseline (kernelgym/policies/tuner/rewrites/):
+Rewritten by kernelgym's tuner policy from the task's two-pass baseline (policies/tuner/rewrites/):
 a row of up to ONE_PASS_MAX_COLS columns is loaded once into registers, reduced, normalized and stored (x read
 once instead of twice); longer rows keep the two-pass loop. Launch parameters are chosen per row length:
 BLOCK = next power of two of the row, num_warps from WARPS_BY_BLOCK (tuned per size) or else one warp per
