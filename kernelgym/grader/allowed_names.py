@@ -195,3 +195,19 @@ TORCH_TENSOR_METHODS = frozenset({
     'untyped_storage', 'values', 'var', 'vdot', 'view', 'view_as', 'vsplit', 'where', 'xlogy', 'xlogy_', 'xpu',
     'zero_'
 })
+
+#: The names Triton's CPU interpreter writes into a kernel file's globals at the first launch, where the file has
+#: none of that name (``triton.runtime.interpreter``'s own globals, ``FunctionRewriter._compile_and_exec``): read
+#: off triton 3.7.1. Host code reading one that the file does not bind for certain reads numpy, inspect or the
+#: interpreter itself; tests/test_provenance.py checks the list against the installed Triton.
+INTERPRETER_GLOBALS = frozenset({
+    'ASTTransformer', 'BlockPointerHandle', 'Callable', 'Dict', 'ExtraFunctions', 'FunctionRewriter', 'GridExecutor',
+    'InterpretedFunction', 'InterpreterBuilder', 'InterpreterError', 'InterpreterOptions', 'KernelInterface', 'List',
+    'Optional', 'ReduceOps', 'ReduceScanOpInterface', 'ScanOps', 'T', 'TensorDescHandle', 'TensorDescriptor',
+    'TensorHandle', 'TritonSemantic', 'Tuple', 'TypeVar', '_LangPatchScope', '_MISSING', '_convert_float', '_erf',
+    '_get_np_dtype', '_get_signed_np_dtype', '_implicit_cvt', '_interpreter', '_ir', '_patch_attr', '_patch_builtin',
+    '_patch_lang', '_patch_lang_core', '_patch_lang_tensor', '_patch_reduce_scan', '_rewrap_tensor', '_tuple_create',
+    '_umulhi_64', '_unwrap_tensor', '_validate_np_data_size', 'annotations', 'ast', 'dataclass', 'dataclasses',
+    'inspect', 'interpreter_builder', 'interpreter_semantic', 'math', 'np', 'np_erf_fp32', 'np_erf_fp64',
+    'np_umulhi_u64', 'partial', 'textwrap', 'tl', 'triton',
+})

@@ -383,6 +383,14 @@ DEFENCES: tuple[Defence, ...] = (
             "attributes the file assigns (never handle, data, ctypes), an allow-list where a deny-list of torch "
             "method names missed numpy's; a name the file never binds and no builtin is, is refused",
             "kernelgym.grader.provenance:_FileChecker._host_value", _a("constexpr_function_reads_values"), "ci"),
+    Defence("names_resolved_by_scope", "a global Triton's CPU interpreter writes into the kernel file (`np`) read "
+            "where another scope's binding made the name look bound; `math` of a Triton value, a torch name imported "
+            "into a kernel body, a list item assigned in one; an attribute the file assigns on an object of its own "
+            "read on a tensor (`x._typed_storage`)",
+            "names resolve by Python's scopes, and an interpreter global only where the file binds it for certain at "
+            "its top level; in kernel bodies math takes constants and constexpr parameters, only triton and math "
+            "imports are names, no item is assigned; the file's own attributes are read only on its own instances",
+            "kernelgym.grader.provenance:_FileChecker._name", _a("interpreter_globals_and_kernel_python"), "ci"),
     Defence("dynamic_check_sees_suspension", "reading a tensor's values where no operator shows: `str()`, `repr()` "
             "or an f-string of a tensor runs torch's printing with every dispatch mode suspended, then Python "
             "computes on the printed digits",

@@ -28,7 +28,7 @@ import importlib.util
 import json
 import os
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 
@@ -294,6 +294,9 @@ class _Ctx:
     names: frozenset[str] = frozenset()
     in_class: bool = False
     top: bool = False  # the module's own statements (imports belong there)
+    scope: frozenset[str] = frozenset()  # names local to the enclosing functions, lambdas and comprehensions
+    class_scope: frozenset[str] = frozenset()  # names the enclosing class body binds (seen in that body alone)
+    constexprs: frozenset[str] = frozenset()  # a kernel's tl.constexpr parameters it never rebinds
 
 
 _HOST = _Ctx()
@@ -380,8 +383,29 @@ class _FileChecker:
         # A constant global is bound once in the whole file, never declared global, never a walrus target.
         constants = {n for n, c in constant.items() if c == 1 and len(bound.get(n, [])) == 1
                      and n not in global_names | walrus}
-        self.kernel_globals = frozenset(set(self.imports) | self.kernels | self.constexpr_fns | constants
+        self.constants = frozenset(constants)
+        kernel_imports = {n for n, p in self.imports.items() if p.split(".")[0] in KERNEL_MODULES}
+        self.kernel_globals = frozenset(kernel_imports | self.kernels | self.constexpr_fns | constants
                                         | KERNEL_BUILTINS)
+        # Python's scopes: a name a function reads is its own, an enclosing function's or the module's. A binding
+        # elsewhere (another function's parameter) leaves it a global, which Triton's interpreter may have filled.
+        module_names, _ = _local_names(tree.body)
+        self.module_names = frozenset(module_names | global_names)
+        certain = {t.id for n in tree.body if isinstance(n, (ast.Assign, ast.AnnAssign)) and n.value is not None
+                   for t in (n.targets if isinstance(n, ast.Assign) else [n.target]) if isinstance(t, ast.Name)}
+        certain |= {n.name for n in tree.body if isinstance(n, (ast.FunctionDef, ast.ClassDef))}
+        deleted = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Del)}
+        self.injected_safe = frozenset(set(self.imports) | (certain - deleted - global_names))
+        # Instances of the file's own classes: names every binding of which is a method's first parameter or a
+        # call of one of the file's classes. Only on them may host code read back the attributes the file assigns.
+        instance_bindings = {id(f.args.args[0]) for c in ast.walk(tree) if isinstance(c, ast.ClassDef)
+                             for f in c.body if isinstance(f, ast.FunctionDef) and f.args.args}
+        instance_bindings |= {id(n.targets[0]) for n in ast.walk(tree) if isinstance(n, ast.Assign)
+                              and len(n.targets) == 1 and isinstance(n.targets[0], ast.Name)
+                              and isinstance(n.value, ast.Call) and isinstance(n.value.func, ast.Name)
+                              and n.value.func.id in self.top_classes}
+        self.instance_names = frozenset(n for n, nodes in bound.items()
+                                        if all(id(x) in instance_bindings for x in nodes))
         self._check_entry_point()
 
     def _check_import(self, node: ast.Import | ast.ImportFrom) -> None:
@@ -480,7 +504,7 @@ class _FileChecker:
             node, ctx = stack.pop()
             children = self._visit(node, ctx)
             if children is None:
-                inner = _Ctx(ctx.kernel, ctx.names, ctx.in_class)
+                inner = replace(ctx, top=False)
                 children = [(c, inner) for c in ast.iter_child_nodes(node)]
             stack.extend(reversed(children))
         return self.findings
@@ -506,15 +530,32 @@ class _FileChecker:
         if isinstance(node, ast.ClassDef):
             return self._class(node, ctx)
         if isinstance(node, ast.Lambda):
-            return [(c, _Ctx(in_class=False)) for c in ast.iter_child_nodes(node)]
+            a = node.args
+            own = {x.arg for x in (*a.posonlyargs, *a.args, *a.kwonlyargs, a.vararg, a.kwarg) if x is not None}
+            inner = replace(ctx, top=False, in_class=False, scope=ctx.scope | own, class_scope=frozenset())
+            return [(a, replace(ctx, top=False)), (node.body, inner)]
+        if isinstance(node, _COMPREHENSIONS):
+            own = {n.id for g in node.generators for n in ast.walk(g.target) if isinstance(n, ast.Name)}
+            inner = replace(ctx, top=False, in_class=False, scope=ctx.scope | own, class_scope=frozenset())
+            return [(c, inner) for c in ast.iter_child_nodes(node)]
+        if ctx.kernel and isinstance(node, ast.Subscript) and isinstance(node.ctx, (ast.Store, ast.Del)):
+            self.add(node, "kernel_statements", "assigns into an item inside a kernel (`acc[0] = ...`: Triton's "
+                                                "values are immutable; on the interpreter a list holds Python's "
+                                                "numbers)")
         if isinstance(node, ast.Call):
             self._called.add(id(node.func))
             f = node.func
+            args = (*node.args, *(k.value for k in node.keywords))
             if ctx.kernel and isinstance(f, ast.Name) and f.id in KERNEL_CONVERSIONS and not all(
-                    _literal(a) for a in (*node.args, *(k.value for k in node.keywords))):
+                    self._kernel_constant(a, ctx) for a in args):
                 self.add(node, "kernel_names", f"`{f.id}()` of a value inside a kernel (on the interpreter it turns a "
                                                f"Triton block into Python's numbers; only constants, as "
                                                f"`float(\"-inf\")`)")
+            elif ctx.kernel and (self._path(f) or "").split(".")[0] == "math" and not all(
+                    self._kernel_constant(a, ctx) for a in args):
+                self.add(node, "kernel_names", f"`{_describe(f)}()` of a value inside a kernel (Python's math turns a "
+                                               f"Triton value into Python's numbers on the interpreter; in a kernel "
+                                               f"it takes only constants and constexpr parameters)")
         elif isinstance(node, ast.Attribute):
             return self._chain(node, ctx)
         elif isinstance(node, ast.Name):
@@ -527,12 +568,34 @@ class _FileChecker:
                     self.add(node, "no_dunder_bindings", f"declares the dunder name `{n}` global")
         return None
 
-    def _host_value(self, attr: str) -> bool:
-        """Whether host code may read `attr` as a value (not called): a tensor's property, or an attribute the file
-        assigns that is no tensor method and none of `HOST_VALUES_REFUSED`."""
+    def _host_value(self, attr: str, on_instance: bool) -> bool:
+        """Whether host code may read `attr` as a value (not called): a tensor's property, or, directly on an
+        instance of the file's own classes (`on_instance`: ``self.block``), an attribute the file assigns that is no
+        tensor method and none of `HOST_VALUES_REFUSED`."""
         if attr in HOST_VALUES_REFUSED:
             return False
-        return attr in TENSOR_PROPERTIES or (attr in self.own_attributes and attr not in _names.TORCH_TENSOR_METHODS)
+        return attr in TENSOR_PROPERTIES or (on_instance and attr in self.own_attributes
+                                             and attr not in _names.TORCH_TENSOR_METHODS)
+
+    def _kernel_constant(self, node: ast.AST, ctx: _Ctx) -> bool:
+        """Whether a kernel's expression is known while it compiles: literals, constexpr parameters, constant
+        globals and arithmetic or ``math.<f>(...)`` of them."""
+        todo = [node]
+        while todo:
+            v = todo.pop()
+            if isinstance(v, ast.Constant) or (isinstance(v, ast.Name) and v.id in ctx.constexprs | self.constants):
+                continue
+            if isinstance(v, ast.UnaryOp):
+                todo.append(v.operand)
+            elif isinstance(v, ast.BinOp):
+                todo += [v.left, v.right]
+            elif isinstance(v, ast.Tuple):
+                todo.extend(v.elts)
+            elif isinstance(v, ast.Call) and not v.keywords and (self._path(v.func) or "").startswith("math."):
+                todo.extend(v.args)
+            else:
+                return False
+        return True
 
     def _bind_dunder(self, node: ast.AST, name: str, in_class: bool) -> None:
         if name.startswith("__") and name.endswith("__") and not (in_class and name in CLASS_DUNDERS_ALLOWED):
@@ -548,13 +611,17 @@ class _FileChecker:
                 self.add(d, "decorators_triton_only", f"decorator `{_describe(d)}` (only triton.jit, autotune, "
                                                       f"heuristics and constexpr_function: a decorator replaces the "
                                                       f"function it is handed)")
-        host = _Ctx()
+        outer = _Ctx(scope=ctx.scope, class_scope=ctx.class_scope)  # decorators and defaults run where `def` is
         args = fn.args
+        params = {a.arg for a in (*args.posonlyargs, *args.args, *args.kwonlyargs, args.vararg, args.kwarg)
+                  if a is not None}
+        own_names, _ = _local_names(fn.body)
+        host = _Ctx(scope=ctx.scope | params | own_names)
         parts = [*fn.decorator_list, *args.defaults, *[d for d in args.kw_defaults if d is not None],
                  *[a.annotation for a in (*args.posonlyargs, *args.args, *args.kwonlyargs, args.vararg, args.kwarg)
                    if a is not None and a.annotation is not None],
                  *([fn.returns] if fn.returns is not None else [])]
-        children = [(p, host) for p in parts]
+        children = [(p, outer) for p in parts]
         # A constexpr function runs while a kernel compiles, on the interpreter with the kernel's live values: it is
         # held to a kernel's rules (its body Triton's or plain arithmetic on constants).
         if paths & DECORATORS_ALLOWED:
@@ -564,7 +631,11 @@ class _FileChecker:
                 for n in ast.walk(part):
                     if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store):
                         own.add(n.id)
-            kernel = _Ctx(kernel=True, names=frozenset(own) | self.kernel_globals)
+            constexprs = set() if "triton.constexpr_function" in paths else {
+                a.arg for a in (*args.posonlyargs, *args.args, *args.kwonlyargs)
+                if a.annotation is not None and self._path(a.annotation) == "triton.language.constexpr"}
+            kernel = _Ctx(kernel=True, names=frozenset(own) | self.kernel_globals, scope=host.scope,
+                          constexprs=frozenset(constexprs - (own - params)))
             children += [(stmt, kernel) for stmt in fn.body]
         else:
             children += [(stmt, host) for stmt in fn.body]
@@ -580,7 +651,8 @@ class _FileChecker:
                                                 f"classes may be bases)")
         for kw in cls.keywords:
             self.add(kw, "classes_plain", "a class with a metaclass or class keywords")
-        return [(stmt, _Ctx(in_class=True)) for stmt in cls.body]
+        own_names, _ = _local_names(cls.body)
+        return [(stmt, _Ctx(in_class=True, scope=ctx.scope, class_scope=frozenset(own_names))) for stmt in cls.body]
 
     def _name(self, node: ast.Name, ctx: _Ctx) -> None:
         name = node.id
@@ -589,16 +661,25 @@ class _FileChecker:
             return
         if isinstance(node.ctx, ast.Del):
             return
+        before = len(self.findings)
         if name in REFUSED_NAMES or (name.startswith("__") and name not in DUNDER_NAMES_ALLOWED):
             self.add(node, "refused_names", f"uses `{name}` (it runs built code, reaches files or takes objects "
                                             f"apart: what it reaches cannot be read off the syntax tree)")
         elif name in self.imports and _namespace_of(self.imports[name]):
             self.add(node, "module_names_allowed", f"uses the module `{self.imports[name]}` as a value (only "
                                                    f"`{name}.<listed name>` is resolved)")
-        elif name not in self.bound and name not in self.imports and name not in BUILTIN_NAMES:
-            self.add(node, "unbound_names", f"reads `{name}`, which the file never binds and no builtin is (it could "
-                                            f"only come from code the check never read)")
-        elif ctx.kernel and name not in ctx.names:
+        elif name in ctx.scope or name in ctx.class_scope or name in self.imports:
+            pass
+        elif name in self.module_names:
+            if name in _names.INTERPRETER_GLOBALS and name not in self.injected_safe:
+                self.add(node, "unbound_names", f"reads the global `{name}`, which the file does not bind for certain "
+                                                f"at its top level: Triton's CPU interpreter puts its own `{name}` "
+                                                f"into a kernel file's globals")
+        elif name not in BUILTIN_NAMES:
+            self.add(node, "unbound_names", f"reads `{name}`, which neither its own scope, an enclosing one nor the "
+                                            f"module binds, and no builtin is (a global it could only get from code "
+                                            f"the check never read, as Triton's interpreter puts `np` there)")
+        if ctx.kernel and name not in ctx.names and len(self.findings) == before:
             self.add(node, "kernel_names", f"reads `{name}` inside a kernel: a kernel reads its parameters, its own "
                                            f"names, modules, the file's Triton functions, constant globals and "
                                            f"{', '.join(sorted(KERNEL_BUILTINS))}")
@@ -629,29 +710,78 @@ class _FileChecker:
             elif _namespace_of(path) and not ctx.kernel:
                 self.add(node, "module_names_allowed", f"uses the module `{path}` as a value")
             return []
+        on_instance = isinstance(root, ast.Name) and root.id in self.instance_names
         for i, link in enumerate(links):
             a = link.attr
             called = i == len(links) - 1 and id(node) in self._called
+            own = i == 0 and on_instance and a in self.own_attributes
             if ctx.kernel:
                 if a not in _names.TL_TENSOR_ATTRIBUTES:
                     self.add(link, "kernel_attributes", f"`.{a}` inside a kernel (a kernel's values are Triton's; "
                                                         f"`.handle` and `.data` are the interpreter's arrays)")
             elif called:
-                if a not in METHOD_ALLOWED:
+                if a not in METHOD_ALLOWED and not own:
                     self.add(link, "host_methods_allowed", f"calls `.{a}()`, which is not an allocation, view, shape "
                                                            f"or container method")
-            elif not self._host_value(a):
+            elif not self._host_value(a, i == 0 and on_instance):
                 self.add(link, "host_values_allowed", f"reads `.{a}` as a value: host code reads only a tensor's "
                                                       f"properties and attributes the file assigns (a method taken "
                                                       f"as a value hides the call it is later)")
         return [(root, ctx)]
 
 
-def _literal(node: ast.AST) -> bool:
-    """A constant, or a signed one (``-1``)."""
-    while isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
-        node = node.operand
-    return isinstance(node, ast.Constant)
+_COMPREHENSIONS = (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
+
+
+def _local_names(body: list[ast.AST]) -> tuple[set[str], set[str]]:
+    """The names a scope's statements bind by Python's rule (assigned, deleted, imported, defined, caught, matched or
+    a walrus target, anywhere in the scope but inside nested functions, lambdas, classes and a comprehension's own
+    targets), less those it declares global; and those it declares global."""
+    names: set[str] = set()
+    declared: set[str] = set()
+    todo = list(body)
+    while todo:
+        node = todo.pop()
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(node.name)
+            todo += node.decorator_list
+            if isinstance(node, ast.ClassDef):
+                todo += [*node.bases, *(k.value for k in node.keywords)]
+            else:
+                todo += [*node.args.defaults, *(d for d in node.args.kw_defaults if d is not None)]
+            continue
+        if isinstance(node, ast.Lambda):
+            todo += [*node.args.defaults, *(d for d in node.args.kw_defaults if d is not None)]
+            continue
+        if isinstance(node, _COMPREHENSIONS):
+            todo += [getattr(node, f) for f in ("elt", "key", "value") if hasattr(node, f)]
+            for g in node.generators:
+                todo += [g.iter, *g.ifs]
+            continue
+        if isinstance(node, ast.Name) and isinstance(node.ctx, (ast.Store, ast.Del)):
+            names.add(node.id)
+        elif isinstance(node, ast.ExceptHandler) and node.name:
+            names.add(node.name)
+        elif isinstance(node, (ast.MatchAs, ast.MatchStar)) and node.name:
+            names.add(node.name)
+        elif isinstance(node, ast.MatchMapping) and node.rest:
+            names.add(node.rest)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            names |= {a.asname or a.name.split(".")[0] for a in node.names if a.name != "*"}
+        elif isinstance(node, ast.Global):
+            declared.update(node.names)
+        todo.extend(ast.iter_child_nodes(node))
+    return names - declared, declared
+
+
+def _main_guard(node: ast.AST) -> bool:
+    """``if __name__ == "__main__":`` with no else: a self-test block, which never runs when the harness imports the
+    file (as its own module name; binding ``__name__`` is refused), and so is no part of what is graded."""
+    t = node.test if isinstance(node, ast.If) else None
+    return (isinstance(t, ast.Compare) and not node.orelse and isinstance(t.left, ast.Name)
+            and t.left.id == "__name__" and len(t.ops) == 1 and isinstance(t.ops[0], ast.Eq)
+            and len(t.comparators) == 1 and isinstance(t.comparators[0], ast.Constant)
+            and t.comparators[0].value == "__main__")
 
 
 def _describe(node: ast.AST) -> str:
@@ -696,6 +826,7 @@ def check_source(files: dict[str, str], entry_point: str, reference: str) -> lis
         except (RecursionError, MemoryError):
             findings.append(Finding(rel, 1, TOO_DEEP, "source_readable"))
             continue
+        tree.body = [n for n in tree.body if not _main_guard(n)]
         findings += _FileChecker(rel, tree, entry_fn if rel == entry_file else None, own).run()
     unique = {(f.file, f.line, f.what): f for f in findings}
     return sorted(unique.values(), key=lambda f: (f.file, f.line, f.what))

@@ -13,13 +13,14 @@ kernel.py comes back through the MCP tools as usual (tests/test_cli_agents.py), 
 from pathlib import Path
 
 import kernelgym
+from kernelgym.task import DEFAULT_TASKS_ROOT
 
 from tests.attacks._agent_cli import bash_attempts
 
 
 def test_cli_shell_sees_no_run_directory_workspace_or_task(tmp_path, monkeypatch, require_bwrap):
     run = tmp_path / "run"
-    tasks = Path(kernelgym.__file__).parent / "tasks"
+    tasks = DEFAULT_TASKS_ROOT
     assert tasks.is_dir()
     commands = [
         f"ls {run}/episodes/*/workspace/kernel.py {run}/trajectories.jsonl {run}/agent_transcripts 2>&1; echo END",

@@ -18,7 +18,7 @@ TWIN = BASELINE.replace(KERNEL_LINE, KERNEL_LINE + "    t = x_ptr.dtype.element_
 def test_numpy_behind_a_triton_value_is_refused(grade):
     assert CHEAT != BASELINE
     rules = {f.rule for f in check_source({"kernel.py": CHEAT}, "kernel.py:rmsnorm", "reference.py:rmsnorm_reference")}
-    assert rules == {"kernel_attributes"}, rules
+    assert "kernel_attributes" in rules, rules
     g = grade(CHEAT)
     assert not g.correct and g.score <= 20.0, g.summary()
 
