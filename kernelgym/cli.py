@@ -334,19 +334,17 @@ def run_task(args: argparse.Namespace) -> tuple[int, list[dict], Path]:
                              '\'{"actions": []}\'') from None
     if not isinstance(overrides, dict):
         raise KernelGymError("--policy-config must be a JSON object of config fields")
-    from kernelgym.discovery import get_task
     from kernelgym.hardware import detect_profile
 
-    from kernelgym.reference_tasks import find_reference_task
-    from kernelgym.reference_tasks.env import ReferenceTaskEnv
+    from kernelgym.task import Task
+    from kernelgym.task_format import resolve_task
 
     policy = load_policy(args.policy, policies_dir=args.policies_dir, **overrides)
     # Resolved here so the user's folders count; the env takes the Task and the profile as they are. A folder in
     # the reference arena's format (config.yaml) is graded by its own commands (kernelgym/reference_tasks).
-    reference = find_reference_task(args.task, tasks_dir=args.tasks_dir)
-    task = reference or get_task(args.task, tasks_dir=args.tasks_dir)
+    task = resolve_task(args.task, tasks_dir=args.tasks_dir)
     hardware = detect_profile(args.hardware, root=hardware_roots(args))
-    if reference is None:  # refused now, with the reason, before any run directory is made
+    if isinstance(task, Task):  # refused now, with the reason, before any run directory is made
         if not hardware.supports(task.spec.language):
             raise KernelGymError(f"{task.name} is a {task.spec.language} task, which {hardware.id} cannot run "
                                  f"(pick another task, or run on hardware that supports {task.spec.language})")
@@ -361,9 +359,8 @@ def run_task(args: argparse.Namespace) -> tuple[int, list[dict], Path]:
                                                     "episodes": args.episodes}, indent=1, default=str))
     sandbox = "none" if args.no_sandbox else "bwrap"
     grader = GraderConfig(warmup=args.warmup, reps=args.reps, rounds=args.rounds, sandbox=sandbox)
-    env = (ReferenceTaskEnv if reference else KernelArenaEnv)(task, run_dir=run_dir, hardware=hardware, sandbox=sandbox,
-                         max_steps=args.max_steps, max_wall_s=args.max_wall_s, grader=grader,
-                         command_timeout_s=args.command_timeout_s)
+    env = KernelArenaEnv(task, run_dir=run_dir, hardware=hardware, sandbox=sandbox, max_steps=args.max_steps,
+                         max_wall_s=args.max_wall_s, grader=grader, command_timeout_s=args.command_timeout_s)
     env = TrajectoryRecorder(env, run_dir / "trajectories.jsonl")
     hw = env.unwrapped.hardware
     console.print(f"[bold]{env.unwrapped.task.env_id}[/] with policy [bold]{args.policy}[/] on {hw.name}"

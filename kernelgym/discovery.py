@@ -190,9 +190,9 @@ def get_task(name: str, tasks_dir: Dirs = None) -> Task:
     if Path(name).is_dir() and (Path(name) / "task.yaml").is_file():
         return load_task(name)
     if Path(name).is_dir() and (Path(name) / "config.yaml").is_file():
-        raise UnknownTaskError(f"{name} is a task folder of the reference arena's format (config.yaml): its env is "
-                               f"kernelgym.reference_tasks.env.ReferenceTaskEnv({name!r}), or gym.make of its env id "
-                               f"with tasks_dir= its parent folder (docs/REFERENCE_TASKS.md)")
+        raise UnknownTaskError(f"{name} is a task folder of the reference arena's format (config.yaml), not a "
+                               f"kernelgym task: load it with kernelgym.reference_tasks.load_reference_task({name!r}); "
+                               f"KernelArenaEnv({name!r}) takes it as it is (docs/REFERENCE_TASKS.md)")
     if os.sep in name and not name.startswith("KernelArena/"):  # meant as a folder
         what = "is a folder without task.yaml or config.yaml" if Path(name).is_dir() else "does not exist"
         raise UnknownTaskError(f"Unknown task {name!r}: it looks like a task folder, and {what}. A task folder holds "

@@ -8,22 +8,23 @@ import stat
 import time
 import uuid
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import gymnasium as gym
 
-from kernelgym.grader import Grade, Grader, GraderConfig
-from kernelgym.grader.files import tree_bytes as workspace_bytes
+from kernelgym.grader import Grade, GraderConfig
+from kernelgym.grader.files import tree_bytes as workspace_bytes  # noqa: F401 - kept importable from here
 from kernelgym.grader.files import tree_usage
 from kernelgym.hardware import HardwareProfile, detect_profile
-from kernelgym.prompt import build_prompt
 from kernelgym.sandbox import Limits, make_sandbox
 from kernelgym.spaces import (MAX_FILE_CHARS, MAX_OBS_CHARS, Action, ActionError, action_space,
                               observation_space, parse_action, to_observation_text)
-from kernelgym.discovery import get_task
-from kernelgym.estimate import install_bench
 from kernelgym.task import Task
-from kernelgym.workspace import create_workspace, resolve_in_workspace
+from kernelgym.task_format import EpisodeGrader, format_of, resolve_task
+from kernelgym.workspace import resolve_in_workspace
+
+if TYPE_CHECKING:
+    from kernelgym.reference_tasks.spec import ReferenceTask
 
 DEFAULT_RUN_DIR = Path(os.environ.get("KERNELGYM_RUN_DIR", "kernelgym-runs"))
 #: Files, directories and links a workspace may hold (`KernelArenaEnv`'s workspace_cap_files): a task's files and a
@@ -79,8 +80,14 @@ class KernelArenaEnv(gym.Env):
     with ``"truncate": true`` (the policy stopped without submitting, e.g. an agent CLI exited). The kernel is
     graded either way; `info["grade"]` holds the whole grade.
 
+    ## Task formats
+    A task is a folder in kernelgym's own format (task.yaml; docs/TASKS.md) or in the reference arena's (config.yaml;
+    docs/REFERENCE_TASKS.md), chosen by the folder's files (kernelgym/task_format.py). A reference-format task's
+    workspace is its folder's own files, its prompt the arena's, and its grade comes from the folder's own compile,
+    correctness and performance commands; its profile and bench actions answer with an error observation.
+
     ## Arguments
-    task: task name, env id or task directory. run_dir: where episodes live. hardware: profile id, or None
+    task: task name, env id, task folder, or a loaded `Task` / `ReferenceTask`. run_dir: where episodes live. hardware: profile id, or None
     to detect. sandbox: "bwrap" (default) or "none" (explicit opt-out; warns). max_steps, max_wall_s:
     budgets. command_timeout_s: limit per shell command. grader: `GraderConfig`. render_mode: "ansi".
     tasks_dir: the user's own task folders, searched after the built-in tasks and $KERNELGYM_TASKS_PATH.
@@ -89,45 +96,45 @@ class KernelArenaEnv(gym.Env):
     directories and links the workspace may hold (default 100,000; an empty file costs an inode and no byte); past
     it, the same error note.
 
+    Raises:
+        UnknownTaskError: no task of that name, env id or folder (the message offers close matches).
+        TaskSpecError: the task's folder is broken.
+        UnsupportedTaskError, TaskSpecError: the task cannot run on this hardware (the reason is said).
+        SandboxUnavailableError: bubblewrap cannot run here (the message names the fix).
+
     ## Version History
     v0: initial version.
     """
 
     metadata = {"render_modes": ["ansi"], "render_fps": 1}
 
-    def __init__(self, task: str | Task = "triton-rmsnorm", *, run_dir: str | Path | None = None,
-                 hardware: str | HardwareProfile | None = None, sandbox: str = "bwrap", max_steps: int = 50,
-                 max_wall_s: float = 3600.0, command_timeout_s: float = 300.0,
-                 grader: GraderConfig | None = None, render_mode: str | None = None,
-                 tasks_dir: str | Path | list[str | Path] | None = None, workspace_cap_bytes: int = 4 << 30,
-                 workspace_cap_files: int = DEFAULT_WORKSPACE_CAP_FILES):
+    def __init__(self, task: str | Path | Task | ReferenceTask = "triton-rmsnorm", *,
+                 run_dir: str | Path | None = None, hardware: str | HardwareProfile | None = None,
+                 sandbox: str = "bwrap", max_steps: int = 50, max_wall_s: float = 3600.0,
+                 command_timeout_s: float = 300.0, grader: GraderConfig | None = None,
+                 render_mode: str | None = None, tasks_dir: str | Path | list[str | Path] | None = None,
+                 workspace_cap_bytes: int = 4 << 30, workspace_cap_files: int = DEFAULT_WORKSPACE_CAP_FILES):
         check_env_args(render_mode, max_steps)
-        self.task = task if isinstance(task, Task) else get_task(task, tasks_dir=tasks_dir)
+        self.task = resolve_task(task, tasks_dir=tasks_dir)
+        self.task_format = format_of(self.task)
         self.hardware = hardware if isinstance(hardware, HardwareProfile) else detect_profile(hardware)
-        self.task.require_supported(self.hardware)  # the task's unsupported_hardware: refused now, with the reason
-        self._set_up(run_dir, sandbox, max_steps, max_wall_s, command_timeout_s, render_mode, workspace_cap_bytes,
-                     dataclasses.replace(grader or GraderConfig(), sandbox=sandbox),
-                     workspace_cap_files=workspace_cap_files)
-
-    def _set_up(self, run_dir: str | Path | None, sandbox: str, max_steps: int, max_wall_s: float,
-                command_timeout_s: float, render_mode: str | None, workspace_cap_bytes: int,
-                grader_config: GraderConfig, workspace_cap_files: int = DEFAULT_WORKSPACE_CAP_FILES) -> None:
-        """What every env of this family holds once its task and hardware are known: the run directory, the
-        sandbox (refused now, with the fix, if bubblewrap cannot run), the limits, the spaces and the grader's
-        configuration (whose sandbox is the env's: the grader sandboxes the candidate as the env sandboxes commands)."""
+        # Refused now, with the reason: the task's unsupported_hardware, or the reference folder's platform support.
+        self.task_format.require_supported(self.task, self.hardware)
         self.run_dir = Path(run_dir if run_dir is not None else DEFAULT_RUN_DIR).resolve()
         self.run_dir.mkdir(parents=True, exist_ok=True)
         self.sandbox_kind = sandbox
-        make_sandbox(sandbox, self.run_dir)
+        make_sandbox(sandbox, self.run_dir)  # refused now, with the fix, if bubblewrap cannot run
         self.max_steps, self.max_wall_s, self.render_mode = max_steps, max_wall_s, render_mode
         self.command_limits = Limits(timeout_s=command_timeout_s)
         self.workspace_cap_bytes = workspace_cap_bytes
         self.workspace_cap_files = workspace_cap_files
-        self.grader_config = grader_config
+        # The grader sandboxes the candidate as the env sandboxes commands.
+        self.grader_config = self.task_format.grader_config(dataclasses.replace(grader or GraderConfig(),
+                                                                                sandbox=sandbox))
         self.action_space = action_space()
         self.observation_space = observation_space()
         self.workspace: Path | None = None
-        self.grader: Grader | None = None
+        self.grader: EpisodeGrader | None = None
         self._done = True
         self._last_output = ""
 
@@ -139,24 +146,25 @@ class KernelArenaEnv(gym.Env):
         # other host users' reach.
         self.episode_dir.mkdir(parents=True, mode=0o700)
         self.episode_dir.chmod(0o700)
-        self.workspace = create_workspace(self.task, self.episode_dir / "workspace", self.hardware)
-        install_bench(self.task, self.workspace, self.hardware, self.grader_config)  # bench.py and what it reads
+        fmt = self.task_format
+        self.workspace = fmt.create_workspace(self.task, self.episode_dir / "workspace", self.hardware,
+                                              self.grader_config)
         # Outside the workspace: what `kernelgym unseen RUN_DIR` needs to replay this episode later.
         (self.episode_dir / "episode.json").write_text(json.dumps(
             {"task": self.task.name, "task_dir": str(self.task.root), "env_id": self.task.env_id,
-             "hardware": self.hardware.id, "episode_id": self.episode_id, "seed": seed}))
-        env = {"TRITON_INTERPRET": "1"} if self.hardware.interpreter else {}
-        self.sandbox = make_sandbox(self.sandbox_kind, self.workspace, gpu=not self.hardware.interpreter, env=env,
-                                    limits=self.command_limits)
+             "hardware": self.hardware.id, "episode_id": self.episode_id, "seed": seed, "format": fmt.name}))
+        self.sandbox = make_sandbox(self.sandbox_kind, self.workspace, gpu=not self.hardware.interpreter,
+                                    env=fmt.sandbox_env(self.task, self.hardware), limits=self.command_limits)
         if getattr(self, "grader", None) is not None:
             self.grader.stop_worker()
-        self.grader = Grader(self.task, self.hardware, self.episode_dir / "grading", self.grader_config)
+        self.grader = fmt.make_grader(self.task, self.hardware, self.episode_dir / "grading", self.grader_config,
+                                      self.workspace_cap_bytes)
         # Drawn now so the warm worker can prepare this very grading while the agent works (worker.py).
         self._grading_seed = int(self.np_random.integers(0, 2**31 - 1))
         if self.grader_config.warm_worker:
             self.grader.start_worker(seed=self._grading_seed)
         self.steps, self.start_time, self._done, self.grade = 0, time.monotonic(), False, None
-        prompt = build_prompt(self.task, self.hardware, self.workspace, self.max_steps, self.max_wall_s)
+        prompt = fmt.build_prompt(self.task, self.hardware, self.workspace, self.max_steps, self.max_wall_s)
         self._last_output = ""
         return ({"output": "", "prompt": to_observation_text(prompt)},
                 self._info(kind="reset", error="", grade=None))
@@ -219,6 +227,7 @@ class KernelArenaEnv(gym.Env):
         return output
 
     def _execute_action(self, act: Action) -> str:
+        self.task_format.check_action(self.task, act.kind)
         if act.kind in ("shell", "profile", "bench"):  # code of the agent's: never beside the baseline's observation
             self.grader.wait_for_baseline()
         if act.kind == "shell":

@@ -22,11 +22,11 @@ from __future__ import annotations
 
 import tempfile
 import traceback
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
 from kernelgym.backends import get_backend
+from kernelgym.checks import Check
 from kernelgym.discovery import Dirs, discover_tasks_report, task_search_path
 from kernelgym.errors import KernelGymError
 from kernelgym.hardware import HardwareProfile, detect_profile
@@ -36,21 +36,6 @@ from kernelgym.task import Task, load_task
 SEED = 0
 #: A second input seed: the reference must give a different output on it (an output ignoring the inputs is trivial).
 OTHER_SEED = 1
-
-
-@dataclass
-class Check:
-    """One validation check.
-
-    Attributes:
-        name: what is checked (``"task.yaml loads"``).
-        passed: True, False, or None when it did not run (an earlier check it needs failed).
-        message: what was found; for a failure, what is wrong and where.
-    """
-
-    name: str
-    passed: bool | None
-    message: str
 
 
 # -- wrappers over APIs that are being redesigned: adapt here ---------------------------------------------------

@@ -120,11 +120,21 @@ def test_reference_functions_make_no_tensor_on_the_cpu_only(name):
     assert not bad, f"{name}: {file}:{func} makes tensors without device=: {bad}"
 
 
-def test_a_reference_format_folder_given_as_a_task_names_its_env():
-    """Found by a new user: KernelArenaEnv(<a config.yaml folder>) said only 'Unknown task'."""
+def test_a_reference_format_folder_given_as_a_task_is_loaded_in_its_format():
+    """Found by a new user: KernelArenaEnv(<a config.yaml folder>) said only 'Unknown task'. The native loader names
+    the reference loader; the env's resolver loads the folder in its own format."""
+    from kernelgym.reference_tasks import ReferenceTask
+    from kernelgym.task_format import format_of, resolve_task
     folder = Path(__file__).parent / "data" / "reference_tasks" / "rocmbench_add_kernel"
-    with pytest.raises(UnknownTaskError, match="ReferenceTaskEnv"):
+    with pytest.raises(UnknownTaskError, match="load_reference_task"):
         get_task(str(folder))
+    task = resolve_task(str(folder))
+    assert isinstance(task, ReferenceTask) and task.root == folder.resolve() and format_of(task).name == "reference"
+    assert format_of(resolve_task("triton-rmsnorm")).name == "native"
+    with pytest.raises(UnknownTaskError, match="Did you mean 'triton-rmsnorm'"):
+        resolve_task("triton-rmsnrom")
+    with pytest.raises(TypeError, match="got int"):
+        resolve_task(3)
 
 
 def test_an_editable_file_spelled_with_dot_slash_is_copied_once(task_copy, tmp_path):

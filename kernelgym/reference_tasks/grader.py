@@ -27,6 +27,7 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
+from kernelgym.backends import get_backend
 from kernelgym.grader.files import tree_usage
 from kernelgym.grader import Grade, GraderConfig
 from kernelgym.grader.grader import NOT_MEASURED_ON_INTERPRETER, Stage
@@ -248,9 +249,26 @@ class ReferenceGrader:
         self._count = 0
         self._baseline_dir: Path | None = None
 
+    @staticmethod
+    def sandbox_env(hardware: HardwareProfile) -> dict[str, str]:
+        """The environment the task's commands run with: Triton's interpreter switch on the CPU interpreter (the
+        arena's task types are Triton or HIP, and HIP ones are refused off AMD: support.py)."""
+        interpreter_env = get_backend("triton").INTERPRETER_ENV
+        return dict(interpreter_env) if hardware.interpreter else {}
+
     def _sandbox(self, root: Path):
-        env = {"TRITON_INTERPRET": "1"} if self.hardware.interpreter else {}
-        return make_sandbox(self.config.sandbox, root, gpu=not self.hardware.interpreter, env=env)
+        return make_sandbox(self.config.sandbox, root, gpu=not self.hardware.interpreter,
+                            env=self.sandbox_env(self.hardware))
+
+    # Nothing of this grader runs in the background: the folder's commands run at grading only.
+    def start_worker(self, seed: int | None = None) -> None:
+        """Does nothing: there is no warm worker (the folder's commands run at grading only)."""
+
+    def stop_worker(self) -> None:
+        """Does nothing: `start_worker` starts nothing."""
+
+    def wait_for_baseline(self) -> None:
+        """Returns at once: no baseline observation runs in the background."""
 
     def _new_dir(self, label: str) -> Path:
         self._count += 1

@@ -11,7 +11,7 @@ import gymnasium as gym
 from kernelgym.discovery import Dirs, warn_once
 from kernelgym.reference_tasks.spec import discover_reference_tasks, reference_search_path
 
-ENTRY_POINT = "kernelgym.reference_tasks.env:ReferenceTaskEnv"
+ENTRY_POINT = "kernelgym.env:KernelArenaEnv"  # the one env; it takes the folder (task_format.py)
 
 
 def register_reference_tasks(tasks_dir: Dirs = None) -> list[str]:

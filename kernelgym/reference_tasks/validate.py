@@ -19,13 +19,13 @@ import tempfile
 from pathlib import Path
 from typing import Callable
 
+from kernelgym.checks import Check
 from kernelgym.errors import KernelGymError
 from kernelgym.grader import GraderConfig
 from kernelgym.hardware import HardwareProfile, detect_profile
 from kernelgym.reference_tasks.placeholder import BEGIN, END, HELPER_NAMES, PlaceholderError, find_block
 from kernelgym.reference_tasks.spec import ReferenceTask, load_reference_task
 from kernelgym.reference_tasks.support import unsupported_reason
-from kernelgym.validate import Check
 
 PROGRAMS = ("python3", "python", "pytest")
 
