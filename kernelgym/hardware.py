@@ -17,7 +17,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, model_validator
 
 from kernelgym.discovery import Dirs, as_dirs, env_dirs, warn_once
-from kernelgym.errors import HardwareProfileError, KernelGymError
+from kernelgym.errors import HardwareProfileError
 from kernelgym.resources import builtin_folder
 
 #: The built-in profiles: the repository's top-level hardware/ folder, shipped in the package as
@@ -25,14 +25,9 @@ from kernelgym.resources import builtin_folder
 DEFAULT_HARDWARE_ROOT = builtin_folder("hardware")
 #: Environment variable listing the user's hardware-profile folders, separated by os.pathsep.
 HARDWARE_PATH_ENV = "KERNELGYM_HARDWARE_PATH"
-#: Which vendors' devices can run each task language, for a language whose backend module (kernelgym/backends)
-#: does not say (its ``VENDORS``): Triton compiles for NVIDIA and AMD and runs on the CPU interpreter; CUDA sources
-#: need NVIDIA; HIP sources are graded on AMD (the arena's hip2hip and torch2hip).
-LANGUAGE_VENDORS: dict[str, frozenset[str]] = {
-    "triton": frozenset({"nvidia", "amd", "cpu"}),
-    "cuda": frozenset({"nvidia"}),
-    "hip": frozenset({"amd"}),
-}
+#: Vendors of the languages that have no backend module: the reference arena's HIP task types (hip2hip, torch2hip),
+#: graded by their folders' own commands on AMD. Every other language's vendors are its backend's ``VENDORS``.
+NO_BACKEND_VENDORS: dict[str, frozenset[str]] = {"hip": frozenset({"amd"})}
 
 
 class HardwareProfile(BaseModel):
@@ -87,12 +82,12 @@ class HardwareProfile(BaseModel):
 
 def language_vendors(language: str) -> frozenset[str]:
     """The hardware vendors (``nvidia``, ``amd``, ``cpu`` for the interpreter) whose devices run `language`: its
-    backend module's ``VENDORS``, else `LANGUAGE_VENDORS`, else none."""
-    try:
-        from kernelgym.backends import get_backend
+    backend module's ``VENDORS``, else `NO_BACKEND_VENDORS`, else none."""
+    from kernelgym.backends import available_languages, get_backend
+
+    if language in available_languages():
         return frozenset(get_backend(language).VENDORS)
-    except (ImportError, AttributeError, KernelGymError):  # no backend package, no such backend, or no VENDORS
-        return LANGUAGE_VENDORS.get(language, frozenset())
+    return NO_BACKEND_VENDORS.get(language, frozenset())
 
 
 def load_profile(path: str | Path) -> HardwareProfile:

@@ -128,7 +128,7 @@ def test_real_traces_of_other_tasks_show_only_their_own_kernels(tmp_path, trace,
     if task.startswith("triton"):  # the known-faster kernel the trace was recorded with has the baseline's name
         sources = {"kernel.py": sources["kernel.py"]}
     assert backend.own_kernel_names(sources) >= own
-    bare = getattr(backend, "BARE_KERNEL_NAMES", False)
+    bare = backend.BARE_KERNEL_NAMES
     assert foreign_kernels(obs, own, bare) == [[]] * N
     assert all(foreign_kernels(obs, set(), bare))  # with no own kernels, every checked call is foreign work
 

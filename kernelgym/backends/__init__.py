@@ -1,58 +1,114 @@
 """Language backends: one module per task language (``triton.py``, ``cuda.py``), chosen by `language` in task.yaml.
 
-A backend module says, for its language, how the candidate is built (the compile gate), how its entry point is
-loaded, how the grader knows the candidate's own kernels did the work, and what the prompt says about the language.
-Each module is standard library plus torch only: the trusted parent imports it as ``kernelgym.backends.<language>``,
-and the harness, inside the sandbox, loads the same file by path. Adding a language is adding one module here.
-
-What every backend module defines (see triton.py for a commented example):
-
-- ``LANGUAGE`` (str), ``VENDORS`` (frozenset of hardware vendors it runs on: ``nvidia``, ``amd``, ``cpu`` for the
-  CPU interpreter), ``INTERPRETER_ENV`` (environment for the CPU interpreter, or None where there is none),
-  ``SOURCE_SUFFIXES`` (editable files the compile gate builds), ``PROMPT`` (the language part of the prompt).
-- ``BUILDS`` (bool): whether the compile gate is a build before any candidate code runs (cuda: a
-  `torch.utils.cpp_extension` build; triton: False, Triton's JIT compiles at the first call). A backend that builds
-  also defines ``toolchain_id() -> str`` (part of the build cache key) and runs as a script,
-  ``python <backend>.py build SRC_DIR OUT_DIR FILE...``, which builds FILEs from SRC_DIR into OUT_DIR and leaves
-  the file ``BUILT`` there on success (see kernelgym/grader/build.py, which runs it in a sandbox of its own).
-- ``load_entry(entry_point, directory, module_name, build_directory)``, optional: the callable the grader calls with the
-  inputs (default: import ``file.py:function``, `protocol.load_function`).
-- ``LaunchCounter(directory)``: counts launches of the candidate's own kernels (``.installed``, ``.count``,
-  ``.reset()``, ``.what`` naming them in messages); absent where the backend cannot count them.
-- ``is_compile_error(exc) -> bool``: whether an exception raised while running is a compile failure.
-- ``own_kernel_names(sources) -> set[str]``: the names the candidate's kernels have in its sources ({path: text}), by
-  which the outside observer (kernelgym/grader/observer.py) tells its own kernels from library ones.
-- ``PRELOAD`` (tuple of module names), optional: imported by an observed run started ahead, before it waits.
+A backend module implements `kernelgym.backends.protocol.Backend` whole: how the candidate's sources are statically
+checked, built, cached and launched, whether it runs on the CPU interpreter, which vendors it serves, which kernels
+count as its own for the observer, and what the prompt says about the language. Each module is standard library plus
+torch only: the trusted parent imports it, and the harness, inside the sandbox, loads the same file by path (bound
+read-only there). Adding a language is adding one module: here, or anywhere with `register_backend` or
+``$KERNELGYM_BACKENDS_PATH`` (folders of ``<language>.py`` files, separated by ``os.pathsep``).
 """
 from __future__ import annotations
 
 import importlib
+import importlib.util
+import os
+import sys
 from pathlib import Path
 from types import ModuleType
 
+from kernelgym.backends.protocol import Backend, check_backend
 from kernelgym.errors import TaskSpecError
 
-#: Where the backend modules live (bound read-only into the grading sandbox).
+#: Where the built-in backend modules live (bound read-only into the grading sandbox).
 BACKENDS_DIR = Path(__file__).resolve().parent
+#: Folders of backend modules from outside the package, searched after the built-in ones.
+BACKENDS_PATH_ENV = "KERNELGYM_BACKENDS_PATH"
+#: Modules of this folder that are not backends.
+_NOT_BACKENDS = {"protocol"}
+#: Backends registered with `register_backend`: language -> module file.
+_REGISTERED: dict[str, Path] = {}
+_LOADED: dict[Path, ModuleType] = {}
+
+__all__ = ["BACKENDS_DIR", "Backend", "available_languages", "backend_path", "get_backend", "register_backend"]
+
+
+def _outside_backends() -> dict[str, Path]:
+    """Backends from outside the package: $KERNELGYM_BACKENDS_PATH's folders, then `register_backend`'s files."""
+    found: dict[str, Path] = {}
+    for folder in filter(None, os.environ.get(BACKENDS_PATH_ENV, "").split(os.pathsep)):
+        for path in sorted(Path(folder).glob("*.py")):
+            if not path.stem.startswith("_"):
+                found.setdefault(path.stem, path.resolve())
+    return {**found, **_REGISTERED}
+
+
+def register_backend(path: str | Path) -> str:
+    """Add the backend module at `path` (``<language>.py``) for this process; returns its language.
+
+    The module is imported and checked now; the harness loads the same file by path inside the sandbox (the file is
+    bound read-only there), so it must be standard library and torch only at import.
+
+    Raises:
+        TaskSpecError: no such file, it does not import, it lacks a member of `Backend`, or it would replace a
+            built-in language.
+    """
+    path = Path(path).resolve()
+    if not path.is_file() or path.suffix != ".py":
+        raise TaskSpecError(f"register_backend({str(path)!r}): not a .py file")
+    if (BACKENDS_DIR / path.name).is_file() and path != BACKENDS_DIR / path.name:
+        raise TaskSpecError(f"register_backend({str(path)!r}): {path.stem} is a built-in backend; name the file after "
+                            f"another language")
+    _load(path)
+    _REGISTERED[path.stem] = path
+    return path.stem
 
 
 def available_languages() -> list[str]:
-    """Every language with a backend module, by listing this folder."""
-    return sorted(p.stem for p in BACKENDS_DIR.glob("*.py") if not p.stem.startswith("_"))
-
-
-def get_backend(language: str) -> ModuleType:
-    """The backend module of `language`.
-
-    Raises:
-        TaskSpecError: no backend for it; the message lists the languages that have one.
-    """
-    if language not in available_languages():
-        raise TaskSpecError(f"no backend for language {language!r}; backends exist for "
-                            f"{', '.join(available_languages())} (kernelgym/backends/<language>.py)")
-    return importlib.import_module(f"kernelgym.backends.{language}")
+    """Every language with a backend module: the built-in ones, $KERNELGYM_BACKENDS_PATH's and registered ones."""
+    builtin = {p.stem for p in BACKENDS_DIR.glob("*.py") if not p.stem.startswith("_")} - _NOT_BACKENDS
+    return sorted(builtin | set(_outside_backends()))
 
 
 def backend_path(language: str) -> Path:
-    """The backend module's file, for the harness to load by path."""
-    return BACKENDS_DIR / f"{language}.py"
+    """The backend module's file, for the harness and the build step to load by path.
+
+    Raises:
+        TaskSpecError: no backend for `language`; the message lists the languages that have one.
+    """
+    builtin = BACKENDS_DIR / f"{language}.py"
+    if language not in _NOT_BACKENDS and builtin.is_file():
+        return builtin
+    outside = _outside_backends().get(language)
+    if outside is None:
+        raise TaskSpecError(f"no backend for language {language!r}; backends exist for "
+                            f"{', '.join(available_languages())} (kernelgym/backends/<language>.py, "
+                            f"kernelgym.backends.register_backend or ${BACKENDS_PATH_ENV})")
+    return outside
+
+
+def _load(path: Path) -> ModuleType:
+    if path not in _LOADED:
+        if path.parent == BACKENDS_DIR:
+            module = importlib.import_module(f"kernelgym.backends.{path.stem}")
+        else:
+            name = f"kernelgym_backend_{path.stem}"
+            spec = importlib.util.spec_from_file_location(name, path)
+            module = importlib.util.module_from_spec(spec)
+            try:
+                spec.loader.exec_module(module)
+            except Exception as e:  # a user's file: any error is its own, reported with its path
+                raise TaskSpecError(f"backend {path} does not import: {type(e).__name__}: {e}") from e
+            sys.modules[name] = module
+        check_backend(module, path)
+        _LOADED[path] = module
+    return _LOADED[path]
+
+
+def get_backend(language: str) -> Backend:
+    """The backend module of `language`, checked to implement `Backend` whole.
+
+    Raises:
+        TaskSpecError: no backend for it (the message lists the languages that have one), or its module lacks a
+            member of `Backend` (named).
+    """
+    return _load(backend_path(language))

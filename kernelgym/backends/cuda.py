@@ -60,6 +60,19 @@ VENDORS = frozenset({"nvidia", "amd"})
 """NVIDIA through nvcc; AMD through PyTorch's hipify of the same sources (untested here)."""
 INTERPRETER_ENV = None
 SOURCE_SUFFIXES = (".cu", ".cpp")
+STATIC_CHECK = True
+"""The C++ sources (and any Python) are judged by kernelgym's static provenance check before they are built."""
+BARE_KERNEL_NAMES = False
+"""A compiled CUDA kernel's name is mangled (namespace, template arguments, parameter types): the outside observer
+finds the source name within it."""
+PRELOAD = ()
+LaunchCounter = None
+"""Launches of a built extension's kernels cannot be counted in the process; the outside observer sees them."""
+KERNEL_CACHE_DIR = None
+"""The build step's own cache (kernelgym/grader/build.py) keeps builds; no compiler cache lives in a harness."""
+KERNEL_CACHE_ENV = None
+KERNEL_ARTIFACTS = ()
+KERNEL_LAUNCHERS = ()
 HEADER_SUFFIXES = (".h", ".hpp", ".cuh", ".inl", ".hip")
 """Copied into the build beside the sources (they may be included) but not compiled on their own; the same set
 kernelgym/grader/build.py puts in the cache key."""

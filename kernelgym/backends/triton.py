@@ -1,7 +1,7 @@
 """Triton backend: kernels written with ``@triton.jit`` in Python files, compiled by Triton's JIT on first call.
 
 Standard library and torch only at import (the harness loads this file by path inside the sandbox; triton is
-imported where it is used). See ``kernelgym/backends/__init__.py`` for what a backend defines.
+imported where it is used). Every member of `kernelgym.backends.protocol.Backend` is defined here.
 """
 from __future__ import annotations
 
@@ -17,6 +17,19 @@ PRELOAD = ("triton", "triton.language")
 """Modules a harness started ahead of its grading imports before it waits (no candidate code in them)."""
 BUILDS = False
 """Triton's JIT compiles each kernel at its first launch (inside the check): no build step."""
+STATIC_CHECK = True
+"""The Python sources are judged by kernelgym's static provenance check before they run."""
+load_entry = None
+"""The entry point is a plain ``file.py:function`` import from the grading directory."""
+KERNEL_CACHE_DIR = ".triton-cache"
+"""Triton's kernel cache in a harness's writable directory: the observed run finds there what the checked run
+compiled, and later gradings the pristine baseline's kernels."""
+KERNEL_CACHE_ENV = "TRITON_CACHE_DIR"
+KERNEL_ARTIFACTS = (".cubin", ".hsaco", ".ptx", ".amdgcn", ".json", ".ttir", ".ttgir", ".llir", ".source")
+"""Compiled kernels and their metadata: what the observed run may take from the checked run's cache."""
+KERNEL_LAUNCHERS = (".so",)
+"""Triton's host launchers and utilities: shared libraries loaded into the process (a candidate could have replaced
+them with code of its own), so taken only from a run of the pristine baseline."""
 PROMPT = ("Language: Triton (`@triton.jit` kernels launched from Python). The first call compiles each kernel; a "
           "compile error fails the compile gate. Keep the kernels vendor-neutral: no NVIDIA-only or AMD-only "
           "launch options unless the hardware section lists them.")
@@ -44,6 +57,17 @@ def _ends_in_jit(decorator):
     import ast
     node = decorator.func if isinstance(decorator, ast.Call) else decorator
     return (isinstance(node, ast.Attribute) and node.attr == "jit") or (isinstance(node, ast.Name) and node.id == "jit")
+
+
+def toolchain_id():
+    """Triton builds nothing ahead (BUILDS is False): no build cache key needs it."""
+    return "triton-jit"
+
+
+def build(src, out, files):
+    """Never called: Triton has no build step (BUILDS is False)."""
+    print("the triton backend has no build step")
+    return 1
 
 
 def is_compile_error(exc):

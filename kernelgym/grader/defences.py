@@ -578,7 +578,7 @@ DEFENCES: tuple[Defence, ...] = (
             "(host launchers) loaded into the observed run: native code beside the profiler",
             "of that cache only compiled kernels and their metadata are copied (no `.so`, no links): the observed run "
             "builds its own launchers, and recompiling the kernels would cost the time the copy saves",
-            "kernelgym.grader.grader:KERNEL_ARTIFACTS", _a("planted_triton_launcher"), "ci"),
+            "kernelgym.backends.triton:KERNEL_ARTIFACTS", _a("planted_triton_launcher"), "ci"),
     Defence("baseline_kernel_cache_before_candidate", "rewriting the baseline's compiled kernels in the grading "
             "directory's Triton cache so that later gradings, seeded from it, time a slower baseline",
             "the cache later gradings are seeded from is copied once, after the worker prepared a grading and before "

@@ -30,7 +30,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from kernelgym.backends import get_backend
+from kernelgym.backends import BACKENDS_DIR, backend_path, get_backend
 from kernelgym.errors import TaskSpecError
 from kernelgym.grader import build as builds
 from kernelgym.grader import tracer
@@ -68,15 +68,11 @@ COMPILE_BUDGET_S = 60.0
 PER_CONFIG_S = {"gpu": 30.0, "interpreter": 60.0}
 BUILD_TIMEOUT_S = 900.0
 
-#: Triton's kernel cache in a harness's writable directory (`Grader._harness_env`), and the most of it the observed
-#: run gets from the checked run.
-TRITON_CACHE = ".triton-cache"
+#: The most of a backend's kernel cache (its ``KERNEL_CACHE_DIR`` in a harness's writable directory) the observed run
+#: gets from the checked run, and a grading from the kept baseline's.
 MAX_CACHE_BYTES = 256 << 20
 #: The most of a kernel trace read (about 150 bytes a kernel: an autotuned kernel's warm-up calls launch thousands).
 MAX_TRACE_BYTES = 512 << 20
-#: What of that cache is copied: compiled kernels and their metadata, never the host launchers and utilities (shared
-#: libraries Triton loads into the process: the candidate could have replaced them with code of its own).
-KERNEL_ARTIFACTS = (".cubin", ".hsaco", ".ptx", ".amdgcn", ".json", ".ttir", ".ttgir", ".llir", ".source")
 
 #: Observed runs of pristine baselines, by (task folder, hardware id, configs, sandbox): made once per process.
 _BASELINE_OBSERVATIONS: dict[tuple, Observation] = {}
@@ -303,6 +299,12 @@ class Grader:
         return max(TIMEOUT_FLOOR_S, COMPILE_BUDGET_S + per * max(len(self.configs), 1))
 
     @property
+    def _static_check_on(self) -> bool:
+        """Whether the static provenance check judges the sources: `GraderConfig.static_check` and the backend's
+        ``STATIC_CHECK``."""
+        return self.config.static_check and self.backend.STATIC_CHECK
+
+    @property
     def _timed(self) -> bool:
         """Whether gradings time the candidate against the baseline (a GPU, and `GraderConfig.measure`)."""
         return not self.hardware.interpreter and self.config.measure
@@ -399,7 +401,7 @@ class Grader:
         # Read before any candidate code runs: afterwards the files may be links to anything (/proc/self/mem).
         raw = {} if problems else self._editable_bytes(session.gdir)
         sources = {rel: data.decode(errors="replace") for rel, data in raw.items()}
-        static = self.static_check(raw) if self.config.static_check and raw else StaticCheck()
+        static = self.static_check(raw) if self._static_check_on and raw else StaticCheck()
         problems = [*problems, *static.compile_problems]  # unreadable sources, or no verdict: compile fails
         provenance = static.findings
         session.launch_notes = [n for text in sources.values() for n in unsupported_launch_options(text, self.hardware)]
@@ -479,11 +481,11 @@ class Grader:
         """Which provenance checks run in the candidate's own process, for the correctness stage's messages (the
         outside observer's verdict follows, where it runs)."""
         checks = []
-        if self.config.static_check:
+        if self._static_check_on:
             checks.append("static check of the sources (Python syntax tree; C++ tokens)")
         if self._dynamic_check:
             checks.append("a record of the PyTorch operators each checked call ran")
-        if getattr(self.backend, "LaunchCounter", None) is not None:
+        if self.backend.LaunchCounter is not None:
             checks.append(f"a launch counter of the candidate's own {self.backend.LANGUAGE} kernels")
         observer = self.observer_unavailable()
         return f"provenance: {', '.join(checks) or 'none'}" + (f"; no outside observer ({observer})" if observer else "")
@@ -534,7 +536,7 @@ class Grader:
 
     def _checks_planned(self, provenance: list[str]) -> dict[str, str]:
         """The grade's ``checks`` before the gates run: what will run (``pending``) and why the rest will not."""
-        counter = getattr(self.backend, "LaunchCounter", None) is not None
+        counter = self.backend.LaunchCounter is not None
         unavailable = self.observer_unavailable()
         drawn = self._observe_drawn.get(self.session.gdir)  # drawn when the grading was prepared, else now
         if unavailable is None and not (drawn if drawn is not None else _draw() < self.config.observe_fraction):
@@ -544,7 +546,7 @@ class Grader:
         observer = unavailable or "pending"
         dynamic = ("pending" if self._dynamic_check else "off" if not self.config.dynamic_check
                    else "off: the outside observer lists the kernels on this machine")
-        return {"static_check": ("failed" if provenance else "passed") if self.config.static_check else "off",
+        return {"static_check": ("failed" if provenance else "passed") if self._static_check_on else "off",
                 "dynamic_check": dynamic,
                 "launch_counter": "ran in the candidate's process" if counter
                 else f"none for {self.backend.LANGUAGE} kernels",
@@ -668,7 +670,7 @@ class Grader:
             correct.passed = False
             correct.messages.append(f"outside observer required, but {unavailable}")
             return None
-        own = self.backend.own_kernel_names(sources) if hasattr(self.backend, "own_kernel_names") else set()
+        own = self.backend.own_kernel_names(sources)
         try:
             observation = self._observed_run(session, sources)
         except ObserverError as e:
@@ -683,7 +685,7 @@ class Grader:
             correct.messages.append(f"outside observer: {e}")
             return None
         failed = []
-        bare = getattr(self.backend, "BARE_KERNEL_NAMES", False)
+        bare = self.backend.BARE_KERNEL_NAMES
         for i, (row, foreign) in enumerate(zip(rows, foreign_kernels(observation, own, bare))):
             ok, msg, _ = session.compared(self._observed_outputs, i, check_seed(session.seed, i))
             if foreign:
@@ -760,31 +762,34 @@ class Grader:
         sandbox, argv = self._observer_command(self.baseline_dir, build, 0, results)
         run = sandbox.run(argv, limits=Limits(timeout_s=self.timeout_s, max_output_bytes=8000))
         observation = self._read_observation(results, run.timed_out, run.returncode, run.output)
-        _BASELINE_LAUNCHERS[self._baseline_key()] = results / TRITON_CACHE
+        if self.backend.KERNEL_CACHE_DIR is not None:
+            _BASELINE_LAUNCHERS[self._baseline_key()] = results / self.backend.KERNEL_CACHE_DIR
         return observation
 
     def _keep_kernel_cache(self, gdir: Path) -> None:
         """Called once the worker has prepared the grading in `gdir` and before any candidate code runs there: keep a
         copy of its Triton cache (the baseline's kernels and launchers, compiled from the pristine task) for later
         gradings, the first time only."""
-        if self.hardware.interpreter:  # nothing is compiled there (and the key would look for the tracer)
+        cache_dir = self.backend.KERNEL_CACHE_DIR
+        if self.hardware.interpreter or cache_dir is None:  # nothing is compiled there (the key looks for the tracer)
             return
         key = self._baseline_key()
         if _cache_of(key) is not None:
             return
         dest = self.work_dir / f"baseline-kernels-{uuid.uuid4().hex[:8]}"
-        if copy_regular_files(gdir / TRITON_CACHE, dest, MAX_CACHE_BYTES):
+        if copy_regular_files(gdir / cache_dir, dest, MAX_CACHE_BYTES):
             _BASELINE_KERNEL_CACHES[key] = dest
 
     def _seed_kernel_cache(self, gdir: Path) -> None:
         """Fill the new grading directory `gdir`'s Triton cache from the kept copy, if any (its group files moved to
         point there): the harness then finds the baseline's kernels compiled. What the candidate later does to
         these files touches only its own grading."""
-        if self.hardware.interpreter:
+        cache_dir = self.backend.KERNEL_CACHE_DIR
+        if self.hardware.interpreter or cache_dir is None:
             return
         cache = _cache_of(self._baseline_key())
         if cache is not None:
-            copy_regular_files(cache, gdir / TRITON_CACHE, MAX_CACHE_BYTES)
+            copy_regular_files(cache, gdir / cache_dir, MAX_CACHE_BYTES)
 
     def _observer_dir(self) -> Path:
         """A new owner-only directory beside the grading directories: an observed run's only writable one."""
@@ -857,12 +862,16 @@ class Grader:
         for rel, text in sources.items():
             write_new(source / rel, text.encode())
         # What the checked run compiled (its process is gone): the observed run need not compile it again.
-        copy_regular_files(session.gdir / TRITON_CACHE, results / TRITON_CACHE, MAX_CACHE_BYTES, KERNEL_ARTIFACTS)
-        # Triton's host launchers (shared libraries, about 0.1-1 s of gcc each) as the baseline's observed run built
-        # them: only task code ran there, and a candidate whose kernels share the baseline's signatures reuses them.
-        launchers = _BASELINE_LAUNCHERS.get(self._baseline_key())
-        if launchers is not None:
-            copy_regular_files(launchers, results / TRITON_CACHE, MAX_CACHE_BYTES, (".so",))
+        cache_dir = self.backend.KERNEL_CACHE_DIR
+        if cache_dir is not None:
+            copy_regular_files(session.gdir / cache_dir, results / cache_dir, MAX_CACHE_BYTES,
+                               self.backend.KERNEL_ARTIFACTS)
+            # The host launchers (Triton's: shared libraries, about 0.1-1 s of gcc each) as the baseline's observed
+            # run built them: only task code ran there, and a candidate whose kernels share the baseline's
+            # signatures reuses them.
+            launchers = _BASELINE_LAUNCHERS.get(self._baseline_key())
+            if launchers is not None:
+                copy_regular_files(launchers, results / cache_dir, MAX_CACHE_BYTES, self.backend.KERNEL_LAUNCHERS)
         build = session.trusted_build
         if build is not None:
             builds.copy_build(build, source / BUILD_DIR)
@@ -1063,16 +1072,28 @@ class Grader:
                        warmup=self.config.warmup, reps=self.config.reps, rounds=self.config.rounds,
                        input_sets=self.config.input_sets, flush_bytes=self.hardware.flush_bytes,
                        tolerances=tolerances, dynamic_check=self._dynamic_check,
-                       allowed_torch_ops=list(spec.allowed_torch_ops), **build_dirs)
+                       allowed_torch_ops=list(spec.allowed_torch_ops),
+                       backend_file=str(self._backend_file) if self._backend_file is not None else None, **build_dirs)
 
     def _readonly(self) -> list[Path]:
         """Paths the candidate's sandbox sees read-only besides `HARNESS_FILES`: the pristine baseline, and (compiled
         languages, where the baseline is timed) the baseline's build, which only the trusted build step wrote."""
-        return [self.baseline_dir, *([self._baseline_built()] if self.backend.BUILDS and self._timed else [])]
+        return [self.baseline_dir, *([self._baseline_built()] if self.backend.BUILDS and self._timed else []),
+                *([self._backend_file] if self._backend_file is not None else [])]
+
+    @property
+    def _backend_file(self) -> Path | None:
+        """The backend module's file where it is outside kernelgym/backends (a registered backend), else None."""
+        path = backend_path(self.task.spec.language)
+        return None if path.parent == BACKENDS_DIR else path
 
     def _harness_env(self, directory: Path | None = None) -> dict[str, str]:
-        """The harness's environment: the interpreter's variables on the CPU; on a GPU, with `directory`, Triton's
-        kernel cache in it (`TRITON_CACHE`), where the observed run finds what the checked run compiled."""
+        """The harness's environment: the interpreter's variables on the CPU; on a GPU, with `directory`, the
+        backend's kernel cache in it (``KERNEL_CACHE_DIR``), where the observed run finds what the checked run
+        compiled."""
         if self.hardware.interpreter:
             return dict(self.backend.INTERPRETER_ENV or {})
-        return {"TRITON_CACHE_DIR": str(directory / TRITON_CACHE)} if directory is not None else {}
+        cache_dir, cache_env = self.backend.KERNEL_CACHE_DIR, self.backend.KERNEL_CACHE_ENV
+        if directory is None or cache_dir is None or cache_env is None:
+            return {}
+        return {cache_env: str(directory / cache_dir)}

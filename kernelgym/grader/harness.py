@@ -103,15 +103,17 @@ IMPORTED_MARKER, PREPARED_MARKER, FINISHED = protocol.IMPORTED_MARKER, protocol.
 load = protocol.load_function
 
 
-def load_backend(language):
-    """The backend module of `language` (``kernelgym/backends/<language>.py``, bound read-only in the sandbox)."""
-    return _load_file(os.path.join(os.path.dirname(_HERE), "backends", f"{language}.py"), f"kernelgym_backend_{language}")
+def load_backend(language, backend_file=None):
+    """The backend module of `language`: `backend_file` where the request names one (a registered backend), else
+    ``kernelgym/backends/<language>.py``; bound read-only in the sandbox either way."""
+    path = backend_file or os.path.join(os.path.dirname(_HERE), "backends", f"{language}.py")
+    return _load_file(path, f"kernelgym_backend_{language}")
 
 
 def load_entry(req, backend, directory, module_name, build_directory):
     """The callable of `req.entry_point` from `directory`: the backend's loader where it has one, else the import of
     ``file.py:function``."""
-    if hasattr(backend, "load_entry"):
+    if backend.load_entry is not None:
         return backend.load_entry(req.entry_point, directory, module_name, build_directory)
     return load(req.entry_point, directory, module_name)
 
@@ -240,7 +242,8 @@ def check(req, fn, inputs, backend, warmup_inputs=()):
     copies and fills (`protocol.ALLOWED_TORCH_OPS`, with the task's `allowed_torch_ops`)."""
     outputs, configs = {}, []
     allowed = protocol.ALLOWED_TORCH_OPS | frozenset(req.allowed_torch_ops)
-    counter = backend.LaunchCounter(req.directory) if req.require_own_launch and hasattr(backend, "LaunchCounter") else None
+    counter = (backend.LaunchCounter(req.directory) if req.require_own_launch and backend.LaunchCounter is not None
+               else None)
     counting = counter is not None and counter.installed
     if req.observe:
         _warm_up_all(fn, warmup_inputs)
@@ -551,7 +554,7 @@ def prepare(req, inputs=None):
 
     Raises:
         RuntimeError: the input builder could not be loaded, or its process died (see `in_forked_child`)."""
-    backend = load_backend(req.language)
+    backend = load_backend(req.language, req.backend_file)
     if inputs is None:
         inputs = in_forked_child(lambda: seeded_inputs(req))
     check_inputs = _moved(inputs["check"], req.device)
@@ -832,7 +835,7 @@ def main(path, go_fd=None, ready_fd=None, stop_others=False, wait_go=False):
     _phase("prepare", t)
     print(PREPARED_MARKER, flush=True)
     if wait_go:  # an observed run started ahead of its grading: the candidate's files are copied in before "go"
-        for name in getattr(state.backend, "PRELOAD", ()):  # imported now, not after go (triton: about a second)
+        for name in state.backend.PRELOAD:  # imported now, not after go (triton: about a second)
             importlib.import_module(name)
         if not sys.stdin.readline().startswith("go"):
             return

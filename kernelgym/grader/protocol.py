@@ -128,6 +128,9 @@ class Request:
     """`OutputSlot`s, in the order the task declares its outputs."""
     baseline_directory: str | None = None
     """The pristine baseline, timed against the candidate; None: no timing."""
+    backend_file: str | None = None
+    """The backend module's file where it is not one of kernelgym/backends (a registered backend; read-only in the
+    sandbox); None: ``kernelgym/backends/<language>.py``."""
     build_directory: str | None = None
     """Where the trusted build step put the candidate's build (compiled backends; read-only in the sandbox)."""
     baseline_build_directory: str | None = None
@@ -197,7 +200,7 @@ class Request:
             raise ProtocolError(f"request: unknown fields {unknown}")
         types = {"mode": str, "language": str, "directory": str, "entry_point": str, "input_builder": str,
                  "builder_directory": str, "configs": list, "seed": int, "device": str, "outputs": list,
-                 "baseline_directory": (str, type(None)), "build_directory": (str, type(None)),
+                 "baseline_directory": (str, type(None)), "backend_file": (str, type(None)), "build_directory": (str, type(None)),
                  "baseline_build_directory": (str, type(None)), "warmup": int,
                  "reps": int, "rounds": int, "input_sets": int, "flush_bytes": int, "tolerances": list,
                  "require_own_launch": bool, "dynamic_check": bool, "allowed_torch_ops": list,

@@ -37,7 +37,7 @@ def entry(directory=HERE, module_name="ws_kernel"):
     from ``.kernelgym/baseline``); for a compiled language, built first into ``<directory>/build/`` (prints the
     compiler log on failure and exits 1)."""
     build_dir = None
-    if getattr(backend, "BUILDS", False):
+    if backend.BUILDS:
         files = [f for f in spec["editable_files"] if f.endswith(tuple(backend.SOURCE_SUFFIXES))]
         digest = hashlib.sha256(b"".join(open(os.path.join(directory, f), "rb").read() for f in files)).hexdigest()[:16]
         build_dir = os.path.join(directory, "build", digest)
@@ -48,7 +48,7 @@ def entry(directory=HERE, module_name="ws_kernel"):
             if r.returncode != 0 or not os.path.isfile(os.path.join(build_dir, "BUILT")):
                 print(r.stdout[-6000:] + r.stderr[-6000:])
                 sys.exit(f"BUILD FAILED (exit {r.returncode})")
-    if hasattr(backend, "load_entry"):
+    if backend.load_entry is not None:
         return backend.load_entry(spec["entry_point"], directory, module_name, build_dir)
     return protocol.load_function(spec["entry_point"], directory, module_name)
 

@@ -10,7 +10,7 @@ Honest twin: the kernel files themselves are copied, so the observed run need no
 import os
 
 from kernelgym.grader.files import copy_regular_files, remove_tree
-from kernelgym.grader.grader import KERNEL_ARTIFACTS
+from kernelgym.backends.triton import KERNEL_ARTIFACTS
 
 
 def test_only_kernel_artifacts_reach_the_observed_run(tmp_path):
