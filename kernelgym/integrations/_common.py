@@ -1,0 +1,42 @@
+"""What the trainer adapters share: making the env from a dataset row's task, and the grade as metrics."""
+from __future__ import annotations
+
+from typing import Any
+
+import gymnasium as gym
+
+
+def make_env(task: str, **env_kwargs: Any) -> gym.Env:
+    """The env of `task` through ``gym.make``.
+
+    Args:
+        task: an env id (``KernelArena/triton-rmsnorm-v0``) or a task name (``triton-rmsnorm``).
+        **env_kwargs: `KernelArenaEnv` arguments (run_dir, max_steps, max_wall_s, sandbox, ...).
+
+    Returns:
+        The env, not yet reset.
+
+    Raises:
+        UnknownTaskError: no task of that name or id (the message offers close matches).
+        TaskSpecError, SandboxUnavailableError: as `KernelArenaEnv` raises them.
+    """
+    import kernelgym  # registers the KernelArena/* ids
+
+    env_id = task if task in gym.registry else kernelgym.get_task(task).env_id
+    return gym.make(env_id, **env_kwargs)
+
+
+def grade_metrics(grade: dict[str, Any] | None) -> dict[str, Any]:
+    """The parts of a grade (``info["grade"]``) a trainer logs: score, compiled, correct, speedup and checks.
+
+    Args:
+        grade: the grade dict, or None / {} before the episode was graded.
+
+    Returns:
+        ``{"score", "compiled", "correct", "speedup", "checks"}``; an empty dict when there is no grade.
+    """
+    if not grade:
+        return {}
+    return {"score": float(grade.get("score", 0.0)), "compiled": bool(grade.get("compiled")),
+            "correct": bool(grade.get("correct")), "speedup": grade.get("speedup"),
+            "checks": grade.get("checks")}
