@@ -1,9 +1,10 @@
-"""Attack: the model behind an agent CLI (Claude Code, driven here by a fake model API) has the CLI's own shell
-connect to a service of the host on loopback other than the two it is given (kernelgym's MCP server and its model
-API): a port opened here stands for a database, a metadata service, another episode's MCP server, the grader's
-worker. Directly (127.0.0.1:PORT), through the sandbox's model proxy (CONNECT, and an absolute-form GET, to
+"""Attack: the model behind an agent CLI (the real Claude Code and Codex, each driven here by a fake model API) has the
+CLI's own shell connect to a service of the host on loopback other than the two it is given (kernelgym's MCP server
+and its model API): a port opened here stands for a database, a metadata service, another episode's MCP server, the
+grader's worker. Directly (127.0.0.1:PORT), through the sandbox's model proxy (CONNECT, and an absolute-form GET, to
 127.0.0.1:PORT), and to the host's own non-loopback address where it has one. The CLI's flags that switch its shell
-off are taken as failed (its Bash tool is switched back on), so only the sandbox stands in the way.
+off are taken as failed (Claude Code's Bash tool, Codex's exec_command tool are switched back on, Codex's own sandbox
+off), so only the sandbox stands in the way.
 
 Defence: `agent_cli_network_namespace` (the CLI runs in a network namespace of its own, bwrap --unshare-net: only
 the relay's listeners for the MCP server and the model endpoint, each to a unix socket bound in; nothing else of
@@ -14,7 +15,9 @@ reaches kernelgym's MCP port (the relay) in the same session; the episode runs t
 """
 import socket
 
-from tests.attacks._agent_cli import bash_attempts
+import pytest
+
+from tests.attacks._agent_cli import CLIS, MCP_PORT, shell_attempts
 
 PROBE = ("import socket,sys; "
          "s=socket.create_connection((sys.argv[1], int(sys.argv[2])), 3); print('CONNECTED')")
@@ -24,9 +27,6 @@ VIA_PROXY = ("import http.client,os,sys,urllib.parse as u; p=u.urlsplit(os.envir
              "print('CONNECT',c.getresponse().status); "
              "c=http.client.HTTPConnection(p.hostname,p.port,timeout=5); c.request('GET','http://'+t+'/'); "
              "print('GET',c.getresponse().status)")
-MCP_PORT = ("import json,os,urllib.parse as u; "
-            "print(u.urlsplit(json.load(open(os.environ['HOME']+'/kernelgym-mcp.json'))"
-            "['mcpServers']['kernelgym']['url']).port)")
 
 
 def host_address() -> str | None:
@@ -38,7 +38,8 @@ def host_address() -> str | None:
     return None if address.startswith("127.") else address
 
 
-def test_cli_shell_reaches_no_other_port_of_the_host(tmp_path, monkeypatch, require_bwrap):
+@pytest.mark.parametrize("cli", list(CLIS))
+def test_cli_shell_reaches_no_other_port_of_the_host(cli, tmp_path, monkeypatch, require_bwrap):
     server = socket.socket()
     server.bind(("0.0.0.0", 0))
     server.listen(8)
@@ -50,9 +51,9 @@ def test_cli_shell_reaches_no_other_port_of_the_host(tmp_path, monkeypatch, requ
         commands = [f"python3 -c \"{PROBE}\" 127.0.0.1 {port} 2>&1 | tail -1; echo END",
                     f"python3 -c \"{VIA_PROXY}\" 127.0.0.1:{port} 2>&1 | tail -2; echo END",
                     f"python3 -c \"{PROBE}\" {address or '127.0.0.1'} {port} 2>&1 | tail -1; echo END",
-                    f"python3 -c \"{PROBE}\" 127.0.0.1 $(python3 -c \"{MCP_PORT}\") 2>&1 | tail -1"]  # the twin
+                    f"python3 -c \"{PROBE}\" 127.0.0.1 {MCP_PORT} 2>&1 | tail -1"]  # the twin
         # a proxy only exists for a model API off loopback: name one, so that the proxy is there to be tried
-        outputs, run, result = bash_attempts(tmp_path, monkeypatch, commands,
+        outputs, run, result = shell_attempts(tmp_path, monkeypatch, commands, cli=cli,
                                              network_allow=["api.kernelgym.invalid:443"])
         server.settimeout(0)
         try:

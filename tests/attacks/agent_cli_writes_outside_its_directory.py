@@ -1,8 +1,9 @@
-"""Attack: the model behind an agent CLI (Claude Code, driven here by a fake model API) has the CLI's own shell
-write outside the CLI's private directory: into the episode's workspace (kernel.py, to submit a kernel the env never
-saw), the run directory (trajectories.jsonl, results), kernelgym's sources, this Python's venv, the system and the
-host's /tmp (the sandbox's /tmp is a folder of the private directory). The CLI's flags that switch its shell off are taken as failed (its Bash tool is switched back on), so
-only the sandbox stands in the way.
+"""Attack: the model behind an agent CLI (the real Claude Code and Codex, each driven here by a fake model API) has the
+CLI's own shell write outside the CLI's private directory: into the episode's workspace (kernel.py, to submit a
+kernel the env never saw), the run directory (trajectories.jsonl, results), kernelgym's sources, this Python's venv,
+the system and the host's /tmp (the sandbox's /tmp is a folder of the private directory). The CLI's flags that switch
+its shell off are taken as failed (Claude Code's Bash tool, Codex's exec_command tool are switched back on, Codex's
+own sandbox off), so only the sandbox stands in the way.
 
 Defence: `agent_cli_private_dir_only` (the CLI runs in a bubblewrap sandbox of its own: a read-only system, its
 own installation, this Python and relay.py bound read-only, only its private 0700 directory writable, nothing else
@@ -16,12 +17,15 @@ from pathlib import Path
 import kernelgym
 from kernelgym.agents import relay
 
-from tests.attacks._agent_cli import bash_attempts
+import pytest
+
+from tests.attacks._agent_cli import CLIS, shell_attempts
 
 MARK = "kernelgym-attack-was-here"
 
 
-def test_cli_shell_writes_land_nowhere_outside_its_directory(tmp_path, monkeypatch, require_bwrap):
+@pytest.mark.parametrize("cli", list(CLIS))
+def test_cli_shell_writes_land_nowhere_outside_its_directory(cli, tmp_path, monkeypatch, require_bwrap):
     run = tmp_path / "run"
     host_tmp = Path("/tmp") / f"kernelgym-attack-{os.getpid()}-{os.urandom(4).hex()}"
     targets = {
@@ -39,7 +43,7 @@ def test_cli_shell_writes_land_nowhere_outside_its_directory(tmp_path, monkeypat
                     f"echo done")
     commands.append(f"echo {MARK} > $HOME/mine.txt && cat $HOME/mine.txt")  # the honest twin
     try:
-        outputs, run, result = bash_attempts(tmp_path, monkeypatch, commands)
+        outputs, run, result = shell_attempts(tmp_path, monkeypatch, commands, cli=cli)
     finally:
         host_tmp.unlink(missing_ok=True)
     for (what, path), out in zip(targets.items(), outputs):
