@@ -14,11 +14,11 @@ from kernelgym.registration import register_tasks
 from kernelgym.discovery import (DiscoveryWarning, TaskProblem, discover_tasks, discover_tasks_report, get_task,
                                  task_search_path)
 from kernelgym.task import Task, load_task
-from kernelgym.catalog import TaskInfo, list_tasks
+from kernelgym.catalog import TaskInfo, list_tasks, task_dataset, task_prompt
 
 __version__ = "0.1.0"
 __all__ = ["KernelArenaEnv", "Task", "TaskProblem", "DiscoveryWarning", "discover_tasks", "discover_tasks_report",
            "get_task", "load_task", "register_tasks", "task_search_path", "KernelGymError", "TaskSpecError",
-           "list_tasks", "TaskInfo", "UnknownTaskError", "SandboxUnavailableError", "HardwareProfileError"]
+           "list_tasks", "task_dataset", "task_prompt", "TaskInfo", "UnknownTaskError", "SandboxUnavailableError", "HardwareProfileError"]
 
 register_tasks()

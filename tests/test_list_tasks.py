@@ -73,3 +73,46 @@ def test_user_task_listed_with_tasks_dir(tmp_path):
     (mine,) = [t for t in list_tasks(difficulty="hard", tasks_dir=tmp_path / "mine") if t.root == folder]
     assert isinstance(mine, TaskInfo) and mine.env_id == "KernelArena/triton-rmsnorm-hard-v0"
     assert "triton-rmsnorm-hard" not in {t.name for t in list_tasks()}  # not on the default search path
+
+
+def test_task_dataset_rows_are_the_reset_prompts(tmp_path, require_bwrap):
+    from kernelgym.catalog import WORKSPACE_PLACEHOLDER
+
+    ds = kernelgym.task_dataset(language="triton", difficulty="easy", hardware="cpu-interpreter", seeds=[3, 7],
+                                system="Be brief.", max_steps=7)
+    names = [t.name for t in list_tasks(language="triton", difficulty="easy", hardware="cpu-interpreter")]
+    assert ds.num_rows == 2 * len(names) and sorted(set(ds["task"])) == sorted(names)
+    assert {"prompt", "task", "env_id", "seed", "language", "kind", "difficulty"} <= set(ds.column_names)
+    rms = [r for r in ds if r["task"] == "triton-rmsnorm"]
+    assert [r["seed"] for r in rms] == [3, 7]
+    row = rms[0]
+    assert (row["env_id"], row["language"], row["kind"], row["difficulty"], row["max_steps"]) == (
+        "KernelArena/triton-rmsnorm-v0", "triton", "triton2triton", "easy", 7)
+    assert [m["role"] for m in row["prompt"]] == ["system", "user"]
+    env = gym.make(row["env_id"], run_dir=tmp_path, max_steps=row["max_steps"])
+    try:
+        obs, _ = env.reset(seed=row["seed"])
+        workspace = str(env.unwrapped.workspace)
+    finally:
+        env.close()
+    # The env's own prompt, the episode's workspace path aside.
+    assert row["prompt"][1]["content"] == obs["prompt"].replace(workspace, WORKSPACE_PLACEHOLDER)
+    assert "You have 7 steps" in row["prompt"][1]["content"]
+
+
+def test_task_dataset_styles_and_errors(monkeypatch):
+    short = kernelgym.task_dataset(kind="torch2cuda", hardware="h200", prompt="short")
+    assert sorted(short["task"]) == ["cuda-attention", "cuda-cross-entropy", "cuda-rmsnorm", "cuda-swiglu-mlp"]
+    assert short[0]["prompt"] == [{"role": "user", "content": kernelgym.catalog.SHORT_INSTRUCTION}]
+    # a CUDA task is no row on the interpreter: every row can be made where the prompts say
+    assert "cuda-gelu" not in kernelgym.task_dataset(hardware="cpu-interpreter", prompt="short")["task"]
+    assert kernelgym.task_dataset(kind="hip2hip").num_rows == 0
+    with pytest.raises(ValueError, match="unknown style 'chat'"):
+        kernelgym.task_dataset(prompt="chat")
+    with pytest.raises(ValueError, match="one profile id"):
+        kernelgym.task_dataset(hardware=["h200", "h100"])
+    with pytest.raises(ValueError, match="unknown difficulty 'trivial'"):
+        kernelgym.task_dataset(difficulty="trivial")
+    monkeypatch.setitem(__import__("sys").modules, "datasets", None)  # as if not installed
+    with pytest.raises(ImportError, match=re.escape("kernelgym[data]")):
+        kernelgym.task_dataset()
