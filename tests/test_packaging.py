@@ -58,9 +58,17 @@ def test_the_data_folders_are_the_checkouts_top_level():
                                                                                   REPO / "hardware")
 
 
-def test_a_data_folder_that_does_not_import_says_how_to_reinstall(monkeypatch):
-    # What an editable install made before the folders moved shows: its finder maps kernelgym.tasks nowhere.
+def test_a_checkout_on_pythonpath_finds_the_folders_beside_the_package(monkeypatch):
+    # Found on the H200, where kernelgym runs from the copied checkout on PYTHONPATH: no finder maps kernelgym.tasks.
     monkeypatch.setitem(resources.DATA_PACKAGES, "tasks", "kernelgym.no_such_folder")
+    assert resources.builtin_folder("tasks") == REPO / "tasks"
+
+
+def test_a_data_folder_that_does_not_import_says_how_to_reinstall(monkeypatch, tmp_path):
+    # What an editable install made before the folders moved shows: its finder maps kernelgym.tasks nowhere (and
+    # the package is not in a checkout).
+    monkeypatch.setitem(resources.DATA_PACKAGES, "tasks", "kernelgym.no_such_folder")
+    monkeypatch.setattr(resources, "CHECKOUT_ROOT", tmp_path)
     with pytest.raises(resources.DataFolderMissingError, match=re.escape("(package kernelgym.no_such_folder) is "
                                                                          "missing: ModuleNotFoundError")) as info:
         resources.builtin_folder("tasks")
