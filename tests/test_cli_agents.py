@@ -541,3 +541,130 @@ def test_model_proxy_relays_only_the_allowed_target(tmp_path):
     finally:
         proxy.close()
         upstream.close()
+
+
+def test_model_proxy_chains_the_users_http_proxy(tmp_path):
+    """Behind the user's own proxy (HTTPS_PROXY/HTTP_PROXY in kernelgym's environment), the sandbox's model proxy
+    reaches the allowed host through it: CONNECT through it (with its Basic auth) for CONNECT, the absolute-form
+    request handed to it for http; a host not allowed never gets there (403); a CONNECT it refuses is a 502 naming
+    it; a socks proxy is refused at once with an error that says what to do."""
+    import socket
+    import threading
+    from kernelgym.agents.confine import ModelProxy, UpstreamProxyError
+    seen: list[bytes] = []
+    fake = socket.socket()  # the user's proxy, on loopback: it answers each request itself
+    fake.bind(("127.0.0.1", 0))
+    fake.listen(8)
+    fake_port = fake.getsockname()[1]
+
+    def serve():
+        while True:
+            try:
+                conn, _ = fake.accept()
+            except OSError:
+                return
+            head = b""
+            while b"\r\n\r\n" not in head:
+                head += conn.recv(4096)
+            seen.append(head)
+            if head.startswith(b"CONNECT refused.kernelgym.invalid"):
+                conn.sendall(b"HTTP/1.1 407 Proxy Authentication Required\r\ncontent-length: 0\r\n\r\n")
+            elif head.startswith(b"CONNECT"):
+                conn.sendall(b"HTTP/1.1 200 Connection established\r\n\r\n")
+                conn.sendall(b"tunnel got: " + conn.recv(100))
+            else:
+                conn.sendall(b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nok")
+            conn.close()
+    threading.Thread(target=serve, daemon=True).start()
+    proxy_url = f"http://kg:p%40ss@127.0.0.1:{fake_port}"
+    environ = {"HTTPS_PROXY": proxy_url, "http_proxy": proxy_url, "NO_PROXY": "localhost"}
+    allow = ["api.kernelgym.invalid:443", "plain.kernelgym.invalid:80", "refused.kernelgym.invalid:443"]
+    proxy = ModelProxy(tmp_path / "proxy.sock", allow, environ=environ)
+
+    def ask(request: bytes) -> bytes:
+        with socket.socket(socket.AF_UNIX) as s:
+            s.settimeout(5)
+            s.connect(str(tmp_path / "proxy.sock"))
+            s.sendall(request)
+            data = b""
+            while chunk := s.recv(4096):
+                data += chunk
+                if request.startswith(b"CONNECT") and data == b"HTTP/1.1 200 Connection established\r\n\r\n":
+                    s.sendall(b"hello")
+            return data
+    auth = b"Proxy-Authorization: Basic a2c6cEBzcw=="  # kg:p@ss
+    try:
+        got = ask(b"CONNECT api.kernelgym.invalid:443 HTTP/1.1\r\n\r\n")
+        assert got.endswith(b"tunnel got: hello"), got
+        assert seen[-1].startswith(b"CONNECT api.kernelgym.invalid:443 HTTP/1.1\r\n") and auth in seen[-1]
+        got = ask(b"GET http://plain.kernelgym.invalid/v1/models HTTP/1.1\r\nhost: plain.kernelgym.invalid\r\n\r\n")
+        assert got.endswith(b"ok"), got
+        assert seen[-1].startswith(b"GET http://plain.kernelgym.invalid/v1/models HTTP/1.1\r\n") and auth in seen[-1]
+        asked = len(seen)
+        assert ask(b"CONNECT 127.0.0.1:22 HTTP/1.1\r\n\r\n").startswith(b"HTTP/1.1 403")
+        assert len(seen) == asked  # a host not allowed is refused before the user's proxy is asked
+        got = ask(b"CONNECT refused.kernelgym.invalid:443 HTTP/1.1\r\n\r\n")
+        assert got.startswith(b"HTTP/1.1 502") and f"127.0.0.1:{fake_port} (HTTPS_PROXY)".encode() in got, got
+        assert b"407" in got and b"p@ss" not in got and b"p%40ss" not in got
+    finally:
+        proxy.close()
+        fake.close()
+    with pytest.raises(UpstreamProxyError, match=r"only an http:// proxy.*not socks5://") as caught:
+        ModelProxy(tmp_path / "other.sock", allow, environ={"ALL_PROXY": "socks5://kg:secret@127.0.0.1:1080"})
+    assert "secret" not in str(caught.value) and "ALL_PROXY" in str(caught.value)
+    assert not (tmp_path / "other.sock").exists()
+
+
+def test_sandbox_of_a_non_root_kernelgym(tmp_path, monkeypatch, require_bwrap):
+    """The path taken where kernelgym runs as an ordinary user (no setpriv drop; bwrap --unshare-all makes a user
+    namespace, so unprivileged user namespaces must be allowed): the sandbox's argv run as uid 65534 (dropped from
+    root here with setpriv, kernelgym's own files made that user's as they would be) keeps its user, a read-only
+    system and a writable $HOME, sees none of the host's /tmp, and reaches the MCP socket through the relay."""
+    import shutil
+    import socket
+    import threading
+    import types
+    from kernelgym.agents import confine
+    if os.geteuid() != 0 or shutil.which("setpriv") is None:
+        pytest.skip("drops to an ordinary user from root with setpriv")
+    drop = ["setpriv", "--reuid", "65534", "--regid", "65534", "--clear-groups", "--"]
+    probe = subprocess.run([*drop, shutil.which("bwrap"), "--unshare-all", "--ro-bind", "/", "/", "true"],
+                           capture_output=True, text=True, timeout=30)
+    if probe.returncode != 0:  # what a non-root kernelgym meets here too: bwrap's words become the policy error
+        pytest.skip(f"unprivileged user namespaces are not allowed on this machine: {probe.stderr.strip()}")
+    monkeypatch.setattr(confine.host_sandbox, "sandbox_user", lambda: None)
+    # this Python may lie where uid 65534 cannot read (/root/.pyenv here); the relay runs on /usr/bin/python3
+    monkeypatch.setattr(confine, "sys", types.SimpleNamespace(prefix="/usr", base_prefix="/usr"))
+    box = confine.CLISandbox("non-root", "/usr/bin/env")
+    marker = tmp_path / "host-tmp-file"
+    marker.write_text("x")
+    server = socket.socket(socket.AF_UNIX)
+    server.bind(str(box.socket_path("mcp")))
+    os.chmod(box.socket_path("mcp"), 0o666)
+    server.listen(1)
+
+    def answer():
+        conn, _ = server.accept()
+        conn.sendall(b"MCP-HELLO")
+        conn.close()
+    threading.Thread(target=answer, daemon=True).start()
+    try:
+        box.forward_mcp(45678)
+        box.route_model("")
+        for path in (box.root, box.home, box.home / "tmp"):
+            os.chown(path, 65534, 65534)
+        script = (f"id -u; echo x > /usr/lib/kernelgym-non-root.txt || echo REFUSED; echo y > $HOME/mine && "
+                  f"echo HOME-OK; ls {marker} 2>&1; python3 -c \"import socket; "
+                  f"print(socket.create_connection(('127.0.0.1', 45678), 5).recv(20))\"")
+        argv = [*drop, *box.argv(["/bin/sh", "-c", script])]
+        assert "--unshare-all" in argv and "setpriv" not in argv[1:]  # no drop of its own: it is that user already
+        proc = subprocess.run(argv, capture_output=True, text=True, timeout=60,
+                              env={"PATH": "/usr/bin:/bin", "HOME": str(box.home)})
+    finally:
+        server.close()
+        box.close()
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.split("\n")
+    assert lines[0] == "65534" and "REFUSED" in lines and "HOME-OK" in lines, proc.stdout
+    assert "No such file or directory" in proc.stdout and "b'MCP-HELLO'" in proc.stdout, proc.stdout
+    assert not os.path.exists("/usr/lib/kernelgym-non-root.txt")

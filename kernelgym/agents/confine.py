@@ -22,11 +22,17 @@ The CLI policies (`kernelgym.agents.launcher`) start each CLI in one of these, p
   relayed to that host port; ``proxy.sock``, for a model API elsewhere: an HTTP proxy (`ModelProxy`, CONNECT for
   https and absolute-form requests for http) that connects only to the API's host and port (and the config's
   ``network_allow``), given to the CLI as ``HTTPS_PROXY``/``HTTP_PROXY``. Every other port and address is closed.
+  Where the user who runs kernelgym is behind a proxy (``HTTPS_PROXY``/``HTTP_PROXY``/``ALL_PROXY`` in kernelgym's
+  environment, an ``http://`` one, ``user:password@`` taken as Basic auth, ``NO_PROXY`` honoured), `ModelProxy`
+  reaches the allowed hosts through it (`UpstreamProxy`): CONNECT through it for CONNECT, the absolute-form request
+  handed to it for http. Any other kind of proxy there (``socks5://``, ``https://``) is refused when the sandbox is
+  set up (`UpstreamProxyError`), and a proxy that refuses or cannot be reached is named in the 502 the CLI gets.
 
 The CLIs' own flags that switch their tools off stay, as a second line: the sandbox holds when one of them fails.
 """
 from __future__ import annotations
 
+import base64
 import fnmatch
 import ipaddress
 import os
@@ -37,11 +43,11 @@ import tempfile
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
-from urllib.parse import urlsplit
+from urllib.parse import unquote, urlsplit
 
 from kernelgym import sandbox as host_sandbox
 from kernelgym.agents import relay
-from kernelgym.errors import SandboxUnavailableError
+from kernelgym.errors import KernelGymError, SandboxUnavailableError
 
 #: The relay, run inside the sandbox by path with ``python -I -S``.
 RELAY = Path(relay.__file__).resolve()
@@ -87,6 +93,106 @@ def _allowed(patterns: list[str], host: str, port: int) -> bool:
         if int(want) == port and fnmatch.fnmatchcase(host.lower(), name.lower()):
             return True
     return False
+
+
+class UpstreamProxyError(KernelGymError):
+    """The proxy kernelgym's environment names cannot carry the agent's model traffic (not an ``http://`` proxy)."""
+
+
+@dataclass
+class UpstreamProxy:
+    """An ``http://`` proxy of the user's, which `ModelProxy` reaches the model API through.
+
+    Args:
+        host, port: where the proxy listens.
+        auth: the ``Proxy-Authorization`` value (Basic, from the URL's ``user:password@``), or empty.
+        source: the variable that named it (for error messages).
+    """
+
+    host: str
+    port: int
+    auth: str = ""
+    source: str = ""
+
+    @classmethod
+    def from_env(cls, target_scheme: str, host: str, environ=None) -> "UpstreamProxy | None":
+        """The proxy kernelgym's environment names for `target_scheme` (``https``: HTTPS_PROXY, then ALL_PROXY;
+        ``http``: HTTP_PROXY, then ALL_PROXY; lower case before upper case, as curl reads them), None where there is
+        none or ``NO_PROXY`` covers `host`.
+
+        Raises:
+            UpstreamProxyError: the variable names a proxy that is not ``http://`` (socks, https) or has no host.
+        """
+        environ = os.environ if environ is None else environ
+        names = [f"{target_scheme}_proxy", f"{target_scheme.upper()}_PROXY", "all_proxy", "ALL_PROXY"]
+        source, url = next(((n, environ[n]) for n in names if environ.get(n)), ("", ""))
+        if not url or _no_proxy(environ.get("no_proxy") or environ.get("NO_PROXY") or "", host):
+            return None
+        parts = urlsplit(url if "://" in url else f"http://{url}")
+        if parts.scheme != "http" or not parts.hostname:
+            raise UpstreamProxyError(
+                f"{source}={_without_password(url)!r}: the agent CLI's sandbox chains only an http:// proxy (one that "
+                f"takes CONNECT) to reach its model API, not {parts.scheme}://. Set {source} to an http:// proxy, "
+                f"or name a model server kernelgym reaches without one in base_url, or use sandbox='none'")
+        auth = ""
+        if parts.username is not None:
+            pair = f"{unquote(parts.username)}:{unquote(parts.password or '')}".encode()
+            auth = "Basic " + base64.b64encode(pair).decode()
+        return cls(parts.hostname, parts.port or 80, auth, source)
+
+    def connect(self, host: str, port: int) -> socket.socket:
+        """A tunnel to host:port through this proxy (CONNECT answered 2xx).
+
+        Raises:
+            OSError: the proxy cannot be reached or refused the tunnel (its status line in the message).
+        """
+        sock = socket.create_connection((self.host, self.port), timeout=PROXY_TIMEOUT_S)
+        try:
+            target = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+            extra = f"Proxy-Authorization: {self.auth}\r\n" if self.auth else ""
+            sock.sendall(f"CONNECT {target} HTTP/1.1\r\nHost: {target}\r\n{extra}\r\n".encode())
+            head = b""
+            while b"\r\n\r\n" not in head:
+                chunk = sock.recv(4096)
+                if not chunk or len(head) > MAX_HEAD:
+                    raise OSError(f"the proxy closed the connection before answering CONNECT {target}")
+                head += chunk
+            status = head.split(b"\r\n", 1)[0].decode("latin-1")
+            if len(status.split()) < 2 or not status.split()[1].startswith("2"):
+                raise OSError(f"the proxy answered {status!r} to CONNECT {target}")
+        except BaseException:
+            sock.close()
+            raise
+        sock.settimeout(None)
+        return sock
+
+    def forward_head(self, head: bytes) -> bytes:
+        """An absolute-form request head as this proxy takes it (its Proxy-Authorization added)."""
+        if not self.auth:
+            return head
+        line, _, rest = head.partition(b"\r\n")
+        return line + b"\r\nProxy-Authorization: " + self.auth.encode() + b"\r\n" + rest
+
+    def __str__(self) -> str:
+        return f"the proxy at {self.host}:{self.port} ({self.source})"
+
+
+def _no_proxy(value: str, host: str) -> bool:
+    """Whether the ``NO_PROXY`` list `value` covers `host` (``*``, a host, a ``.domain`` or ``domain`` suffix)."""
+    host = host.strip("[]").lower()
+    for entry in (e.strip().lower() for e in value.split(",")):
+        entry = entry.rsplit(":", 1)[0] if entry.count(":") == 1 else entry  # host:port: the host
+        if entry == "*" or (entry and (host == entry.lstrip(".") or host.endswith("." + entry.lstrip(".")))):
+            return True
+    return False
+
+
+def _without_password(url: str) -> str:
+    """`url` with any password replaced by ``***`` (for error messages)."""
+    parts = urlsplit(url if "://" in url else f"http://{url}")
+    if parts.password is None:
+        return url
+    return url.replace(f":{parts.password}@", ":***@", 1)
 
 
 class _UnixListener:
@@ -140,11 +246,24 @@ class ModelProxy(_UnixListener):
 
     ``CONNECT host:port`` (https) is answered 200 and relayed; an absolute-form request (``GET http://host/...``) is
     relayed to that host as it is (HTTP/1.1 servers take the absolute form). Anything else is answered 403 (a host
-    not allowed) or 400, and closed. `log` keeps ``(host, port, allowed)`` for each request, for the tests."""
+    not allowed) or 400, and closed. `log` keeps ``(host, port, allowed)`` for each request, for the tests.
 
-    def __init__(self, path: Path, allow: list[str]):
+    `upstream` maps a scheme (``https`` for CONNECT, ``http`` for an absolute-form request) to the user's own proxy
+    (`UpstreamProxy.from_env`, taken per host), through which the allowed hosts are reached; None: read from
+    kernelgym's environment. A proxy that fails is named in the 502 answer.
+
+    Raises:
+        UpstreamProxyError: kernelgym's environment names a proxy that cannot be chained (see `UpstreamProxy`).
+    """
+
+    def __init__(self, path: Path, allow: list[str], environ=None):
         self.allow = list(allow)
         self.log: list[tuple[str, int, bool]] = []
+        self.environ = dict(os.environ if environ is None else environ)
+        for pattern in self.allow:  # a proxy that cannot be chained fails here, before the CLI starts
+            host = pattern.rpartition(":")[0] if pattern.rsplit(":", 1)[-1].isdigit() else pattern
+            for scheme in ("https", "http"):
+                UpstreamProxy.from_env(scheme, host.replace("*", "x"), self.environ)
         super().__init__(path, self._serve)
 
     def _serve(self, conn: socket.socket) -> None:
@@ -177,11 +296,20 @@ class ModelProxy(_UnixListener):
         self.log.append((host, port, allowed))
         if not allowed:
             return self._refuse(conn, 403, f"kernelgym: the agent's sandbox reaches only {', '.join(self.allow)}")
+        via = UpstreamProxy.from_env("https" if method == "CONNECT" else "http", host, self.environ)
         try:
-            upstream = socket.create_connection((host, port), timeout=PROXY_TIMEOUT_S)
-            upstream.settimeout(None)
+            if via is None:
+                upstream = socket.create_connection((host, port), timeout=PROXY_TIMEOUT_S)
+                upstream.settimeout(None)
+            elif method == "CONNECT":
+                upstream = via.connect(host, port)
+            else:
+                upstream = socket.create_connection((via.host, via.port), timeout=PROXY_TIMEOUT_S)
+                upstream.settimeout(None)
+                head = via.forward_head(head)
         except OSError as e:
-            return self._refuse(conn, 502, f"kernelgym: cannot connect to {host}:{port}: {e}")
+            through = f" through {via}" if via else ""
+            return self._refuse(conn, 502, f"kernelgym: cannot connect to {host}:{port}{through}: {e}")
         conn.settimeout(None)
         if method == "CONNECT":
             try:
