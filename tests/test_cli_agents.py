@@ -668,3 +668,23 @@ def test_sandbox_of_a_non_root_kernelgym(tmp_path, monkeypatch, require_bwrap):
     assert lines[0] == "65534" and "REFUSED" in lines and "HOME-OK" in lines, proc.stdout
     assert "No such file or directory" in proc.stdout and "b'MCP-HELLO'" in proc.stdout, proc.stdout
     assert not os.path.exists("/usr/lib/kernelgym-non-root.txt")
+
+
+def test_reset_behind_a_socks_proxy_fails_with_what_to_do(tmp_path, monkeypatch, require_bwrap):
+    """A user whose environment names a proxy the sandbox cannot chain (socks5) gets UpstreamProxyError from the
+    policy's reset, before any CLI starts, naming the variable and not its password."""
+    from kernelgym.agents.confine import UpstreamProxyError
+    require_cli("codex")
+    monkeypatch.setenv("OPENAI_API_KEY", FAKE_KEY)
+    monkeypatch.setenv("HTTPS_PROXY", "socks5://kg:hunter2@127.0.0.1:1080")
+    policy = load_policy("codex")  # the default base_url, https://api.openai.com/v1: reached through the proxy
+    workspace = tmp_path / "run" / "episodes" / "e1" / "workspace"
+    workspace.mkdir(parents=True)
+    try:
+        with pytest.raises(UpstreamProxyError, match=r"HTTPS_PROXY=.*only an http:// proxy") as caught:
+            policy.reset({"prompt": "p"}, {"workspace": str(workspace)})
+        assert policy.proc is None and "hunter2" not in str(caught.value)
+        folder = policy.box.root
+    finally:
+        policy.close()
+    assert not folder.exists()  # the sandbox's folder, set up before the proxy was read, is removed by close()
