@@ -688,3 +688,20 @@ def test_reset_behind_a_socks_proxy_fails_with_what_to_do(tmp_path, monkeypatch,
     finally:
         policy.close()
     assert not folder.exists()  # the sandbox's folder, set up before the proxy was read, is removed by close()
+
+
+def test_non_root_without_user_namespaces_is_a_clear_error(tmp_path, monkeypatch):
+    """Run as an ordinary user on a machine where bwrap cannot make a user namespace (a stand-in bwrap that fails as
+    the real one does), the CLI's sandbox is refused before any episode starts, with bwrap's words and the ways
+    out."""
+    from kernelgym.agents import confine
+    from kernelgym.errors import SandboxUnavailableError
+    fake = tmp_path / "bin" / "bwrap"
+    fake.parent.mkdir()
+    fake.write_text("#!/bin/sh\necho 'bwrap: setting up uid map: Permission denied' >&2\nexit 1\n")
+    fake.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{fake.parent}{os.pathsep}{os.environ['PATH']}")
+    monkeypatch.setattr(confine.host_sandbox, "sandbox_user", lambda: None)
+    with pytest.raises(SandboxUnavailableError, match=r"setting up uid map: Permission denied.*sandbox='none'"):
+        confine.CLISandbox("codex", "/usr/bin/env")
+    assert str(fake) not in confine._USERNS_CHECKED  # a failed check is not remembered as passed

@@ -11,7 +11,9 @@ The CLI policies (`kernelgym.agents.launcher`) start each CLI in one of these, p
   store, the repository, the user's home. The mounts are an allowlist, as for the env's own sandbox.
 - **Processes.** Its own pid, IPC, UTS and cgroup namespaces, a new session, every capability dropped; started by
   root it runs as the unprivileged `kernelgym.sandbox.SANDBOX_UID` (setpriv, after bwrap mounted as root), as the
-  env's commands do; the env sandboxes' seccomp filter (`kernelgym.seccomp`: no ptrace, no io_uring, no keyrings, no
+  env's commands do; started by an ordinary user, it runs as that user in a user namespace of its own (bwrap
+  ``--unshare-all``: unprivileged user namespaces must be allowed, which `user_namespaces_work` checks once); the
+  env sandboxes' seccomp filter (`kernelgym.seccomp`: no ptrace, no io_uring, no keyrings, no
   socket families but unix/inet/netlink). ``--die-with-parent``: bwrap is started by the launcher's reaper, which
   kernelgym's death kills, so the sandbox dies with kernelgym.
 - **Network.** Its own network namespace (``--unshare-net``): a loopback device and nothing else, no route to the
@@ -38,6 +40,7 @@ import ipaddress
 import os
 import shutil
 import socket
+import subprocess
 import sys
 import tempfile
 import threading
@@ -350,6 +353,32 @@ def install_root(binary: str) -> Path:
     return folder
 
 
+_USERNS_CHECKED: set[str] = set()
+
+
+def user_namespaces_work(bwrap: str) -> None:
+    """Check, once per process and bwrap, that bwrap can make the user namespace a non-root kernelgym's sandbox
+    needs (``--unshare-all`` as this user); a few ms, against an episode that would otherwise end at once with
+    bwrap's words as its policy error.
+
+    Raises:
+        SandboxUnavailableError: bwrap cannot (unprivileged user namespaces are off here); its message, and the ways
+            out, are in the error.
+    """
+    if bwrap in _USERNS_CHECKED:
+        return
+    probe = subprocess.run([bwrap, "--unshare-all", "--ro-bind", "/", "/", "true"], capture_output=True, text=True,
+                           timeout=30)
+    if probe.returncode != 0:
+        raise SandboxUnavailableError(
+            f"the agent CLIs' sandbox cannot start as uid {os.geteuid()}: bwrap cannot make a user namespace here "
+            f"({(probe.stderr or probe.stdout).strip() or f'exit code {probe.returncode}'}). Allow unprivileged "
+            f"user namespaces (sysctl kernel.unprivileged_userns_clone=1 and user.max_user_namespaces > 0; on "
+            f"Ubuntu 23.10+ an AppArmor profile for bwrap, or kernel.apparmor_restrict_unprivileged_userns=0), "
+            f"run kernelgym as root, or set sandbox='none' in the policy config (the CLI's flags alone then)")
+    _USERNS_CHECKED.add(bwrap)
+
+
 @dataclass
 class CLISandbox:
     """One episode's sandbox for an agent CLI (see the module docstring).
@@ -378,6 +407,8 @@ class CLISandbox:
             raise SandboxUnavailableError(f"the agent CLIs run in a bubblewrap sandbox and `bwrap` is not on PATH. "
                                           f"{host_sandbox.INSTALL_HINT} (for the CLI policies: sandbox='none')")
         self.user = host_sandbox.sandbox_user()
+        if self.user is None:
+            user_namespaces_work(self.bwrap)
         self.root = Path(tempfile.mkdtemp(prefix=f"kernelgym-{self.name}-"))  # 0700
         self.home = self.root / "home"
         self.home.mkdir(mode=0o700)
