@@ -6,8 +6,8 @@
 CleanRL style, one file, numpy only. Each episode is one choice of the policy (a softmax over `ARMS`): the edit is
 written into the workspace's kernel.py through the env, then the episode is submitted, and the grade's score is the
 return. Some arms change launch parameters (BLOCK_SIZE, NUM_WARPS) and keep the kernel correct; others break it: a
-block that is no power of two (Triton refuses to compile it: score 0), a dropped weight or a changed epsilon (it
-compiles but is wrong: score 20). The learner is told nothing of this; it learns to keep the kernel correct from the
+block that is no power of two (the module imports, but Triton refuses the launch), a dropped weight or a changed
+epsilon (it runs but is wrong); on the interpreter each of these scores 20 (compiles, not correct). The learner is told nothing of this; it learns to keep the kernel correct from the
 score.
 
 Without a GPU the env runs on Triton's CPU interpreter: nothing is timed, so every correct arm scores 120 and the
