@@ -2,8 +2,9 @@
 
 verifiers pins mcp==2.0.0 and openai<3 (the agents extra needs mcp>=2.3), so it lives in .venv-verifiers (made by
 `bash .ci/setup`) and this runs in a subprocess: .venv's python with that venv's site-packages on PYTHONPATH.
-Skipped only where .venv-verifiers is absent. A whole rollout (tests/integration_scripts/verifiers_rollout.py) does
-not pass yet: the rollout stops with toolset_error (see docs/INTEGRATIONS_VERL_VERIFIERS.md).
+Skipped only where .venv-verifiers is absent. The second test runs a whole rollout
+(tests/integration_scripts/verifiers_rollout.py): verifiers' null harness against a scripted OpenAI-compatible
+server on loopback, the tool server in its own process, the graded kernel in kernelgym's sandbox.
 """
 import json
 import os
@@ -41,3 +42,22 @@ def test_verifiers_env_loads_kernelgym_tasks():
     assert "kernel.py" in out["prompt"]
     assert out["tools"] == ["bench", "edit_file", "profile", "read_file", "shell", "submit", "write_file"]
     assert out["rewards"] == ["arena_score"] and out["server_name"] == ""
+
+
+@pytest.mark.skipif(not (SITE / "verifiers").is_dir(), reason=".venv-verifiers missing: run bash .ci/setup")
+def test_verifiers_rollout_read_edit_submit_scores_120(tmp_path):
+    # The CPU interpreter's best score: compiled (+20) and correct (+100), nothing timed.
+    run = subprocess.run([sys.executable, str(ROOT / "tests" / "integration_scripts" / "verifiers_rollout.py"),
+                          str(tmp_path / "runs"), str(ROOT / ".venv-verifiers" / "bin" / "python")],
+                         capture_output=True, text=True, timeout=300,
+                         env={**os.environ, "PYTHONPATH": str(SITE)}, cwd=ROOT)
+    assert run.returncode == 0, run.stderr[-3000:]
+    out = json.loads(run.stdout.strip().splitlines()[-1])
+    assert out["errors"] == [] and out["stop"] == "episode_over", out
+    assert out["requests"] == 3 and "submit" in out["tools"]
+    assert "BLOCK_SIZE = 1024" in out["tool_results"][0]  # read_file's output reached the model
+    assert out["state"]["steps"] == 3 and out["state"]["done"] is True
+    assert out["reward"] == 120.0 and out["state"]["score"] == 120.0
+    assert out["metrics"] == {"compiled": 1.0, "correct": 1.0}
+    (kernel,) = (tmp_path / "runs").glob("episodes/*/workspace/kernel.py")
+    assert "BLOCK_SIZE = 2048" in kernel.read_text()  # the edit went through the tool server to the env

@@ -2,12 +2,18 @@
 loopback; prints the episode's reward, metrics and tool calls as JSON.
 
 Run with .venv's python and .venv-verifiers' site-packages on PYTHONPATH: tests/test_integration_verifiers.py does.
+verifiers' subprocess runtime hands the tool server (``python -m kernelgym.integrations.verifiers``) the host's
+environment, PYTHONPATH included, so the server imports verifiers and the env's sandbox mounts .venv (torch, triton).
 verifiers' null harness prepares its chat program with `uv sync --script` (a download); here a stand-in `uv` on
-PATH answers with .venv-verifiers' python, which already holds the program's packages (openai, mcp, httpx).
+PATH answers with .venv-verifiers' python, which already holds the program's packages (openai, mcp, httpx). The
+program streams its requests, so the server answers with server-sent events.
+
+Usage: verifiers_rollout.py RUN_DIR PYTHON (the env's run_dir; the python the stand-in `uv` reports).
 """
 import asyncio
 import json
 import os
+import shutil
 import stat
 import sys
 import tempfile
@@ -28,6 +34,9 @@ CALLS = [("read_file", {"path": "kernel.py"}),
          ("submit", {})]
 
 
+USAGE = {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2}
+
+
 class Scripted(BaseHTTPRequestHandler):
     """chat.completions: the next scripted tool call per request; records each request's tools and messages."""
 
@@ -41,14 +50,25 @@ class Scripted(BaseHTTPRequestHandler):
         Scripted.requests.append(body)
         i = sum(1 for m in body["messages"] if m["role"] == "assistant")
         name, args = CALLS[min(i, len(CALLS) - 1)]
-        message = {"role": "assistant", "content": None, "tool_calls": [
-            {"id": f"call_{i}", "type": "function", "function": {"name": name, "arguments": json.dumps(args)}}]}
-        reply = {"id": f"c{i}", "object": "chat.completion", "created": 0, "model": body["model"],
-                 "choices": [{"index": 0, "message": message, "finish_reason": "tool_calls"}],
-                 "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2}}
-        data = json.dumps(reply).encode()
+        call = {"index": 0, "id": f"call_{i}", "type": "function",
+                "function": {"name": name, "arguments": json.dumps(args)}}
+        base = {"id": f"c{i}", "object": "chat.completion.chunk", "created": 0, "model": body["model"]}
+        if body.get("stream"):
+            # verifiers' null harness streams: one delta with the whole call, a finish chunk, usage, [DONE].
+            chunks = [{**base, "choices": [{"index": 0, "delta": {"role": "assistant", "content": None,
+                                                                   "tool_calls": [call]}, "finish_reason": None}]},
+                      {**base, "choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls"}]},
+                      {**base, "choices": [], "usage": USAGE}]
+            data = "".join(f"data: {json.dumps(c)}\n\n" for c in chunks).encode() + b"data: [DONE]\n\n"
+            kind = "text/event-stream"
+        else:
+            del call["index"]
+            message = {"role": "assistant", "content": None, "tool_calls": [call]}
+            data = json.dumps({**base, "object": "chat.completion", "usage": USAGE, "choices": [
+                {"index": 0, "message": message, "finish_reason": "tool_calls"}]}).encode()
+            kind = "application/json"
         self.send_response(200)
-        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Type", kind)
         self.send_header("Content-Length", str(len(data)))
         self.end_headers()
         self.wfile.write(data)
@@ -79,10 +99,13 @@ async def main(run_dir, python):
     trace = traces[0]
     tools = sorted(t["function"]["name"] for t in (Scripted.requests[0].get("tools", []) if Scripted.requests else []))
     print(json.dumps({"reward": trace.reward, "rewards": dict(trace.rewards), "metrics": dict(trace.metrics),
-                      "stop": trace.stop_condition, "error": str(getattr(trace, "error", None)),
+                      "stop": trace.stop_condition, "errors": [e.message for e in trace.errors],
                       "requests": len(Scripted.requests), "tools": tools,
+                      "tool_results": [m.get("content") for m in (Scripted.requests[-1]["messages"] if Scripted.requests
+                                                                   else []) if m["role"] == "tool"],
                       "state": trace.state.model_dump(mode="json", exclude={"artifacts"})}, default=str))
     server.shutdown()
+    shutil.rmtree(home, ignore_errors=True)  # verifiers' caches and runtimes live under this HOME
 
 
 if __name__ == "__main__":
