@@ -92,11 +92,19 @@ def is_builtin(task: Task) -> bool:
     return Path(task.root).resolve().is_relative_to(DEFAULT_TASKS_ROOT)
 
 
+#: The record each episode's folder holds (`KernelArenaEnv.reset` writes it): a folder holding it is never searched for
+#: tasks, since its workspace is the agent's to fill (a task planted there would shadow or block the real one).
+EPISODE_RECORD = "episode.json"
+
+
 def _task_folders(root: Path) -> list[Path]:
-    """Every folder under `root` (itself included) holding task.yaml, sorted; hidden folders and __pycache__ skipped."""
+    """Every folder under `root` (itself included) holding task.yaml, sorted; hidden folders, __pycache__ and episode
+    folders (`EPISODE_RECORD`) skipped."""
     found = []
     for here, subdirs, files in os.walk(root):
-        if "task.yaml" in files:
+        if EPISODE_RECORD in files:
+            subdirs[:] = []
+        elif "task.yaml" in files:
             found.append(Path(here))
             subdirs[:] = []  # a task's own subfolders are its data, not more tasks
         else:

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 import gymnasium as gym
 
+from kernelgym.discovery import EPISODE_RECORD
 from kernelgym.grader import Grade, GraderConfig
 from kernelgym.grader.files import tree_bytes as workspace_bytes  # noqa: F401 - kept importable from here
 from kernelgym.grader.files import tree_usage
@@ -150,7 +151,7 @@ class KernelArenaEnv(gym.Env):
         self.workspace = fmt.create_workspace(self.task, self.episode_dir / "workspace", self.hardware,
                                               self.grader_config)
         # Outside the workspace: what `kernelgym unseen RUN_DIR` needs to replay this episode later.
-        (self.episode_dir / "episode.json").write_text(json.dumps(
+        (self.episode_dir / EPISODE_RECORD).write_text(json.dumps(
             {"task": self.task.name, "task_dir": str(self.task.root), "env_id": self.task.env_id,
              "hardware": self.hardware.id, "episode_id": self.episode_id, "seed": seed, "format": fmt.name}))
         self.sandbox = make_sandbox(self.sandbox_kind, self.workspace, gpu=not self.hardware.interpreter,

@@ -684,4 +684,11 @@ DEFENCES: tuple[Defence, ...] = (
             "(allow_partial_coverage, said in the gate). The attack is invisible on the interpreter; a GPU runs "
             "every region",
             "kernelgym.unseen.generator:interpreter_gaps", _a("zeros_where_unseen_is_not_run"), "ci"),
+    Defence("episodes_never_searched", "a task folder (or a graded episode) planted in the workspace, found later by "
+            "a task search path that covers the run directory: a reference task whose scripts exit 0 replacing the "
+            "real one for every later episode, a native one blocking it, a forged episode replayed",
+            "task discovery (both formats) never descends into a folder holding an episode record, a second "
+            "reference folder of one name is refused as kernelgym's own are, and the unseen replay reads only the "
+            "run's own episodes/<id>/",
+            "kernelgym.discovery:EPISODE_RECORD", _a("task_planted_in_a_workspace"), "ci"),
 )

@@ -15,7 +15,7 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from kernelgym.discovery import Dirs, TaskProblem, as_dirs, env_dirs, TASKS_PATH_ENV
+from kernelgym.discovery import EPISODE_RECORD, Dirs, TaskProblem, as_dirs, env_dirs, TASKS_PATH_ENV
 from kernelgym.errors import TaskSpecError
 from kernelgym.task import inside, read_task_file, spec_error, task_tree_problems
 
@@ -191,7 +191,9 @@ def _task_folders(root: Path) -> list[Path]:
     found = []
     for here, subdirs, files in os.walk(root):
         folder = Path(here)
-        if "task.yaml" in files:
+        if EPISODE_RECORD in files:
+            subdirs[:] = []  # an episode's folder: its workspace is the agent's (discovery.EPISODE_RECORD)
+        elif "task.yaml" in files:
             subdirs[:] = []  # a kernelgym task: discovery.py's
         elif CONFIG in files and _looks_like_task(folder):
             found.append(folder)
@@ -252,6 +254,9 @@ def find_reference_task(name: str, tasks_dir: Dirs = None) -> ReferenceTask | No
     key = name.removeprefix("KernelArena/")
     key = re.sub(r"-v0$", "", key)
     tasks, problems = discover_reference_tasks(reference_search_path(tasks_dir))
+    for p in problems:  # a second folder of that name is refused, not silently shadowed (as kernelgym's own tasks)
+        if p.name == key and p.kind == "duplicate":
+            raise TaskSpecError(p.message)
     if key in tasks:
         return tasks[key]
     for p in problems:

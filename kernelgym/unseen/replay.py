@@ -31,7 +31,11 @@ def replay_run(run_dir: Path, seed: int = 0, sandbox: str = "bwrap",
     run_dir = Path(run_dir).resolve()
     if not run_dir.is_dir():
         raise FileNotFoundError(f"{run_dir}: no such run directory (`kernelgym run` prints the one it writes)")
-    episodes = sorted(p.parent for p in run_dir.rglob("episodes/*/grade.json"))
+    # The run's own episodes, or those of the runs in it: never a deeper match, since an episode's workspace is the
+    # agent's to fill (a planted episodes/<id>/grade.json there would be replayed as graded).
+    episodes = sorted(p.parent for pattern in ("episodes/*/grade.json", "*/episodes/*/grade.json")
+                      for p in run_dir.glob(pattern)
+                      if (p.parent / "episode.json").is_file())
     if not episodes:
         raise FileNotFoundError(f"{run_dir}: no graded episodes (episodes/<id>/grade.json) found")
     results = []
