@@ -22,7 +22,7 @@ from kernelgym.wrappers import TrajectoryRecorder, UnseenConfigEval
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__)
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--episodes", type=int, default=2)
     ap.add_argument("--run-dir", default="kernelgym-runs/unseen_eval")
     ap.add_argument("--policy", default="tuner", help="a built-in policy: tuner (searches BLOCK_SIZE on a small grid) "

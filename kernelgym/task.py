@@ -151,7 +151,9 @@ class TaskSpec(BaseModel):
         from kernelgym.backends import available_languages  # here: backends import errors, not task
         if self.language not in available_languages():
             raise ValueError(f"language {self.language!r} has no backend; backends exist for "
-                             f"{', '.join(available_languages())}")
+                             f"{', '.join(available_languages())} (add one with "
+                             f"kernelgym.backends.register_backend('<language>.py') or $KERNELGYM_BACKENDS_PATH, "
+                             f"before the tasks are discovered: docs/TASKS.md, 'Language backends')")
         for where, configs in (("seen_configs", self.seen_configs), ("interpreter_configs", self.interpreter_configs)):
             for cfg in configs:
                 broken = violations(self.config_space, cfg)

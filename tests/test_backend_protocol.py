@@ -55,6 +55,26 @@ def test_a_backend_lacking_a_member_is_refused_by_name(registry, tmp_path):
         shutil.copy(TOY_BACKEND, tmp_path / "triton.py")
         register_backend(tmp_path / "triton.py")
     assert "partial" not in available_languages() and "other" not in available_languages()
+    # Members of the wrong type, and an interpreter vendor without the interpreter's environment (found by review).
+    for bad, message in (('BUILDS = False', 'BUILDS = "False"'), ('VENDORS = frozenset({"cpu"})', 'VENDORS = "cpu"'),
+                         ('INTERPRETER_ENV = {"KERNELGYM_TOY": "1"}', 'INTERPRETER_ENV = None')):
+        lying = tmp_path / "lying" / "toy.py"
+        lying.parent.mkdir(exist_ok=True)
+        lying.write_text(text.replace(bad, message))
+        with pytest.raises(TaskSpecError, match="BUILDS is str|VENDORS is str|INTERPRETER_ENV is None"):
+            register_backend(lying)
+    # A link named after another language still serves a module whose LANGUAGE is the file's own.
+    (tmp_path / "links").mkdir()
+    (tmp_path / "links" / "toy2.py").symlink_to(TOY_BACKEND)
+    with pytest.raises(TaskSpecError, match="LANGUAGE is 'toy', but the file must be named after its language"):
+        register_backend(tmp_path / "links" / "toy2.py")
+    exits = tmp_path / "exits" / "toy.py"
+    exits.parent.mkdir()
+    exits.write_text("raise SystemExit(0)\n")
+    with pytest.raises(TaskSpecError, match="does not import: SystemExit"):
+        register_backend(exits)
+    with pytest.raises(TaskSpecError, match="a language name is lower-case"):
+        get_backend("../../tmp/evil")
 
 
 def test_backends_path_adds_a_language(registry, monkeypatch):

@@ -12,6 +12,7 @@ from __future__ import annotations
 import importlib
 import importlib.util
 import os
+import re
 import sys
 from pathlib import Path
 from types import ModuleType
@@ -37,8 +38,8 @@ def _outside_backends() -> dict[str, Path]:
     found: dict[str, Path] = {}
     for folder in filter(None, os.environ.get(BACKENDS_PATH_ENV, "").split(os.pathsep)):
         for path in sorted(Path(folder).glob("*.py")):
-            if not path.stem.startswith("_"):
-                found.setdefault(path.stem, path.resolve())
+            if not path.stem.startswith("_") and path.stem not in _NOT_BACKENDS:
+                found.setdefault(path.stem, Path(os.path.abspath(path)))  # named as looked up: no link resolved
     return {**found, **_REGISTERED}
 
 
@@ -52,7 +53,7 @@ def register_backend(path: str | Path) -> str:
         TaskSpecError: no such file, it does not import, it lacks a member of `Backend`, or it would replace a
             built-in language.
     """
-    path = Path(path).resolve()
+    path = Path(os.path.abspath(path))  # named as given: the file's name is its language, even through a link
     if not path.is_file() or path.suffix != ".py":
         raise TaskSpecError(f"register_backend({str(path)!r}): not a .py file")
     if (BACKENDS_DIR / path.name).is_file() and path != BACKENDS_DIR / path.name:
@@ -75,6 +76,9 @@ def backend_path(language: str) -> Path:
     Raises:
         TaskSpecError: no backend for `language`; the message lists the languages that have one.
     """
+    if not isinstance(language, str) or not re.fullmatch(r"[a-z][a-z0-9_]*", language):
+        raise TaskSpecError(f"no backend for language {language!r}: a language name is lower-case letters, digits "
+                            f"and _ (the backend's file is <language>.py)")
     builtin = BACKENDS_DIR / f"{language}.py"
     if language not in _NOT_BACKENDS and builtin.is_file():
         return builtin
@@ -96,7 +100,7 @@ def _load(path: Path) -> ModuleType:
             module = importlib.util.module_from_spec(spec)
             try:
                 spec.loader.exec_module(module)
-            except Exception as e:  # a user's file: any error is its own, reported with its path
+            except (Exception, SystemExit) as e:  # a user's file: any error is its own, reported with its path
                 raise TaskSpecError(f"backend {path} does not import: {type(e).__name__}: {e}") from e
             sys.modules[name] = module
         check_backend(module, path)

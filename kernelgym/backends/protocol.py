@@ -97,6 +97,18 @@ def check_backend(module: ModuleType | Any, where: str | Path) -> None:
                 if getattr(module, name) is not None and not callable(getattr(module, name))]
     if not_callable or optional:
         raise TaskSpecError(f"backend {where}: {', '.join(not_callable + optional)} must be callable")
+    kinds = {"LANGUAGE": str, "PROMPT": str, "BUILDS": bool, "STATIC_CHECK": bool, "BARE_KERNEL_NAMES": bool,
+             "VENDORS": (frozenset, set), "SOURCE_SUFFIXES": tuple, "PRELOAD": tuple, "KERNEL_ARTIFACTS": tuple,
+             "KERNEL_LAUNCHERS": tuple, "INTERPRETER_ENV": (dict, type(None)), "KERNEL_CACHE_DIR": (str, type(None)),
+             "KERNEL_CACHE_ENV": (str, type(None))}
+    wrong = [f"{name} is {type(getattr(module, name)).__name__}" for name, kind in kinds.items()
+             if not isinstance(getattr(module, name), kind)]
+    if wrong:
+        raise TaskSpecError(f"backend {where}: {'; '.join(wrong)} (kernelgym.backends.protocol.Backend gives each "
+                            f"member's type)")
+    if "cpu" in module.VENDORS and module.INTERPRETER_ENV is None:
+        raise TaskSpecError(f"backend {where}: VENDORS holds 'cpu' (the CPU interpreter) but INTERPRETER_ENV is None; "
+                            f"give the environment that runs it there ({{}} where none is needed)")
     if Path(str(where)).suffix == ".py" and module.LANGUAGE != Path(str(where)).stem:
         raise TaskSpecError(f"backend {where}: LANGUAGE is {module.LANGUAGE!r}, but the file must be named after its "
                             f"language ({module.LANGUAGE}.py)")

@@ -1085,7 +1085,7 @@ class Grader:
     def _backend_file(self) -> Path | None:
         """The backend module's file where it is outside kernelgym/backends (a registered backend), else None."""
         path = backend_path(self.task.spec.language)
-        return None if path.parent == BACKENDS_DIR else path
+        return None if path.parent == BACKENDS_DIR else path.resolve()  # the file itself, bound read-only
 
     def _harness_env(self, directory: Path | None = None) -> dict[str, str]:
         """The harness's environment: the interpreter's variables on the CPU; on a GPU, with `directory`, the
