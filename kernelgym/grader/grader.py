@@ -262,6 +262,10 @@ class Grader:
                  configs: list[dict] | None = None):
         self.task, self.hardware, self.config = task, hardware, config or GraderConfig()
         self.backend = get_backend(task.spec.language)
+        # A registered backend's file (outside kernelgym/backends, whose folder is bound already), bound read-only
+        # and named in each request; looked up once, as the module was.
+        path = backend_path(task.spec.language)
+        self._backend_file = None if path.parent == BACKENDS_DIR else path.resolve()
         if hardware.vendor not in self.backend.VENDORS:
             raise TaskSpecError(f"task {task.name} is written in {task.spec.language}, which runs on "
                                 f"{', '.join(sorted(self.backend.VENDORS))} hardware; {hardware.name} is "
@@ -1080,12 +1084,6 @@ class Grader:
         languages, where the baseline is timed) the baseline's build, which only the trusted build step wrote."""
         return [self.baseline_dir, *([self._baseline_built()] if self.backend.BUILDS and self._timed else []),
                 *([self._backend_file] if self._backend_file is not None else [])]
-
-    @property
-    def _backend_file(self) -> Path | None:
-        """The backend module's file where it is outside kernelgym/backends (a registered backend), else None."""
-        path = backend_path(self.task.spec.language)
-        return None if path.parent == BACKENDS_DIR else path.resolve()  # the file itself, bound read-only
 
     def _harness_env(self, directory: Path | None = None) -> dict[str, str]:
         """The harness's environment: the interpreter's variables on the CPU; on a GPU, with `directory`, the
