@@ -502,6 +502,22 @@ def test_transcript_lines_are_parsed_before_redaction(tmp_path):
     assert "output_tokens" not in written and '"[redacted]": 5' in written
 
 
+def _ask_model_proxy(sock_path, request: bytes, tunnel_open) -> bytes:
+    """Send `request` to the model proxy's socket and read its answer to the end; on a CONNECT, send ``hello`` into
+    the tunnel once `tunnel_open(data so far)` says the proxy's answer opened it."""
+    import socket
+    with socket.socket(socket.AF_UNIX) as s:
+        s.settimeout(5)
+        s.connect(str(sock_path))
+        s.sendall(request)
+        data = b""
+        while chunk := s.recv(4096):
+            data += chunk
+            if request.startswith(b"CONNECT") and tunnel_open(data):
+                s.sendall(b"hello")
+        return data
+
+
 def test_model_proxy_relays_only_the_allowed_target(tmp_path):
     """The sandbox's model proxy (no CLI): CONNECT to the allowed host:port is answered 200 and relayed both ways,
     an absolute-form GET to it is relayed as it is, and another port is refused 403 without a connection."""
@@ -522,16 +538,7 @@ def test_model_proxy_relays_only_the_allowed_target(tmp_path):
     proxy = ModelProxy(tmp_path / "proxy.sock", [f"127.0.0.1:{port}"])
 
     def ask(request: bytes) -> bytes:
-        with socket.socket(socket.AF_UNIX) as s:
-            s.settimeout(5)
-            s.connect(str(tmp_path / "proxy.sock"))
-            s.sendall(request)
-            data = b""
-            while chunk := s.recv(4096):
-                data += chunk
-                if request.startswith(b"CONNECT") and data.endswith(b"\r\n\r\n"):
-                    s.sendall(b"hello")
-            return data
+        return _ask_model_proxy(tmp_path / "proxy.sock", request, lambda data: data.endswith(b"\r\n\r\n"))
     try:
         assert ask(f"CONNECT 127.0.0.1:{port} HTTP/1.1\r\n\r\n".encode()).endswith(b"upstream got: hello")
         got = ask(f"GET http://127.0.0.1:{port}/x HTTP/1.1\r\nhost: a\r\n\r\n".encode())
@@ -582,16 +589,8 @@ def test_model_proxy_chains_the_users_http_proxy(tmp_path):
     proxy = ModelProxy(tmp_path / "proxy.sock", allow, environ=environ)
 
     def ask(request: bytes) -> bytes:
-        with socket.socket(socket.AF_UNIX) as s:
-            s.settimeout(5)
-            s.connect(str(tmp_path / "proxy.sock"))
-            s.sendall(request)
-            data = b""
-            while chunk := s.recv(4096):
-                data += chunk
-                if request.startswith(b"CONNECT") and data == b"HTTP/1.1 200 Connection established\r\n\r\n":
-                    s.sendall(b"hello")
-            return data
+        return _ask_model_proxy(tmp_path / "proxy.sock", request,
+                                lambda data: data == b"HTTP/1.1 200 Connection established\r\n\r\n")
     auth = b"Proxy-Authorization: Basic a2c6cEBzcw=="  # kg:p@ss
     try:
         got = ask(b"CONNECT api.kernelgym.invalid:443 HTTP/1.1\r\n\r\n")
