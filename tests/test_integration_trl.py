@@ -1,5 +1,5 @@
 """TRL's real GRPOTrainer trains on a kernelgym task through `KernelArenaTRLEnv` (environment_factory), on the CPU
-interpreter, with a tiny Qwen2 model and a BPE tokenizer both built here (no downloads)."""
+interpreter, with the tiny Qwen2 model and BPE tokenizer examples/train_grpo_trl.py builds (no downloads)."""
 from __future__ import annotations
 
 import functools
@@ -13,24 +13,17 @@ pytest.importorskip("trl")
 from kernelgym.integrations.trl import KernelArenaTRLEnv  # noqa: E402
 
 
-def tiny_tokenizer(corpus: list[str]):
-    """A byte-level BPE tokenizer trained on `corpus`, with TRL's Qwen2.5 chat template (which TRL knows how to
-    parse tool calls of) and the special tokens that template uses."""
-    from importlib import resources
+def tiny_model_and_tokenizer(corpus: list[str]):
+    """The example's tiny Qwen2 and BPE tokenizer (examples/train_grpo_trl.py), built from `corpus`: one builder for
+    both, so the test trains what the example trains."""
+    import importlib.util
+    from pathlib import Path
 
-    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
-    from transformers import PreTrainedTokenizerFast
-
-    special = ["<|endoftext|>", "<|im_start|>", "<|im_end|>", "<tool_call>", "</tool_call>", "<tool_response>",
-               "</tool_response>", "<think>", "</think>"]
-    tok = Tokenizer(models.BPE())
-    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
-    tok.decoder = decoders.ByteLevel()
-    tok.train_from_iterator(corpus, trainers.BpeTrainer(vocab_size=3000, special_tokens=special,
-                                                        initial_alphabet=pre_tokenizers.ByteLevel.alphabet()))
-    template = resources.files("trl").joinpath("chat_templates/qwen2_5.jinja").read_text()
-    return PreTrainedTokenizerFast(tokenizer_object=tok, eos_token="<|im_end|>", pad_token="<|endoftext|>",
-                                   chat_template=template)
+    path = Path(__file__).resolve().parent.parent / "examples" / "train_grpo_trl.py"
+    spec = importlib.util.spec_from_file_location("train_grpo_trl_example", path)
+    example = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(example)
+    return example.tiny_model_and_tokenizer(corpus)
 
 
 class RecordingEnv(KernelArenaTRLEnv):
@@ -48,9 +41,7 @@ def test_grpo_trainer_logs_the_env_rewards(tmp_path):
     """Two optimizer steps of GRPO on triton-rmsnorm: each rollout's reward is the arena score of a submit at
     episode end (the tiny random model calls no tool well, so the kernel is the untouched baseline: 120), and the
     trainer's logged reward means are those scores."""
-    import torch
     from datasets import Dataset
-    from transformers import Qwen2Config, Qwen2ForCausalLM
     from trl import GRPOConfig, GRPOTrainer
     from trl.chat_template_utils import supports_tool_calling
 
@@ -59,14 +50,8 @@ def test_grpo_trainer_logs_the_env_rewards(tmp_path):
     probe = factory()
     corpus = [probe.reset(task="triton-rmsnorm", seed=0)]
     probe.close()
-    tokenizer = tiny_tokenizer(corpus)
+    model, tokenizer = tiny_model_and_tokenizer(corpus)
     assert supports_tool_calling(tokenizer)
-
-    torch.manual_seed(0)
-    model = Qwen2ForCausalLM(Qwen2Config(vocab_size=len(tokenizer), hidden_size=32, intermediate_size=64,
-                                         num_hidden_layers=2, num_attention_heads=2, num_key_value_heads=1,
-                                         max_position_embeddings=8192, tie_word_embeddings=True,
-                                         pad_token_id=tokenizer.pad_token_id, eos_token_id=tokenizer.eos_token_id))
     rows = [{"prompt": [{"role": "user", "content": "Make the kernel faster."}], "task": "triton-rmsnorm", "seed": i}
             for i in range(4)]
     args = GRPOConfig(output_dir=str(tmp_path / "out"), per_device_train_batch_size=2, num_generations=2,
