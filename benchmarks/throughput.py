@@ -5,7 +5,9 @@ for a fixed time (the issue-24 measure: what an RL loop that grades every episod
 
 Each process makes one env (default GraderConfig: the observer as configured by default) and records, per episode,
 the reset and submit wall times (s) and the reward. The result per N: gradings, wall seconds, gradings per hour,
-first and later per-grading times, and the rewards seen. On the CPU interpreter nothing is timed (rewards 120).
+first and later per-grading times, submit-to-reward median and p95, the GPU's busy fraction (nvidia-smi), the
+median of each grading phase (the grade's `phases_s`, and the checked and observed runs' own logged phases), and the
+rewards seen. On the CPU interpreter nothing is timed (rewards 120): there it checks the plumbing only.
 """
 from __future__ import annotations
 
@@ -13,12 +15,40 @@ import argparse
 import json
 import multiprocessing as mp
 import os
+import re
+import subprocess
 import statistics
 import sys
 import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+
+PHASE_LINE = re.compile(r"\[harness\] (\S+) ([0-9.]+) s")
+
+
+def _log_phases(text: str) -> dict[str, float]:
+    """The ``[harness] NAME S s`` lines of a harness log (the candidate's process writes it: diagnosis only)."""
+    return {m[1]: float(m[2]) for m in PHASE_LINE.finditer(text or "")}
+
+
+def _grading_detail(env) -> dict:
+    """Where one grading's time went: the grade's phases, the checked and observed runs' own logged phases."""
+    from kernelgym.grader.protocol import HARNESS_LOG
+
+    grade, session = env.grade, getattr(env.grader, "session", None)
+    detail = {"phases_s": {k: round(v, 3) for k, v in (grade.phases_s if grade else {}).items()}}
+    if session is not None:
+        try:
+            detail["checked_run_s"] = _log_phases((session.gdir / HARNESS_LOG).read_text(errors="replace"))
+        except OSError:
+            pass
+        detail["observed_run_s"] = _log_phases(session.observer_log)
+        detail["observer_ahead"] = session.observer_ahead
+    if grade is not None:
+        detail["checks"] = {k: v.split(":")[0] for k, v in grade.checks.items()}
+    return detail
 
 
 def _worker(task: str, seconds: float, run_dir: str, queue) -> None:
@@ -35,7 +65,7 @@ def _worker(task: str, seconds: float, run_dir: str, queue) -> None:
             t1 = time.monotonic()
             _, reward, *_ = env.step({"kind": "submit"})
             rows.append({"reset_s": t1 - t0, "submit_s": time.monotonic() - t1, "reward": reward,
-                         "done_at_s": time.monotonic() - (deadline - seconds)})
+                         "done_at_s": time.monotonic() - (deadline - seconds), **_grading_detail(env)})
     except Exception as e:  # reported, never hidden: a benchmark that fails says where
         rows.append({"error": f"{type(e).__name__}: {e}"})
     finally:
@@ -43,12 +73,48 @@ def _worker(task: str, seconds: float, run_dir: str, queue) -> None:
     queue.put(rows)
 
 
+def _q(values: list[float], q: float) -> float | None:
+    """The `q` quantile of `values` (nearest rank), rounded; None when empty."""
+    if not values:
+        return None
+    ordered = sorted(values)
+    return round(ordered[min(len(ordered) - 1, int(q * len(ordered)))], 3)
+
+
+def _medians(dicts: list[dict]) -> dict[str, float]:
+    """Per key, the median of the values the dicts hold for it."""
+    keys = sorted({k for d in dicts for k in d})
+    return {k: round(statistics.median([d[k] for d in dicts if k in d]), 3) for k in keys}
+
+
+class _GpuSampler:
+    """The GPU's busy fraction over a window, from ``nvidia-smi``'s utilization samples (every 200 ms): the share
+    of time a kernel ran on the GPU. None where nvidia-smi is absent (the CPU interpreter)."""
+
+    def __init__(self):
+        try:
+            self.proc = subprocess.Popen(["nvidia-smi", "--query-gpu=utilization.gpu", "--format=csv,noheader,nounits",
+                                          "-lms", "200", "-i", "0"], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                                         text=True)
+        except OSError:
+            self.proc = None
+
+    def stop(self) -> float | None:
+        if self.proc is None:
+            return None
+        self.proc.terminate()
+        out, _ = self.proc.communicate()
+        samples = [float(x) for x in out.split() if x.replace(".", "", 1).isdigit()]
+        return round(statistics.fmean(samples) / 100, 3) if samples else None
+
+
 def measure(task: str, n_envs: int, seconds: float, run_root: Path) -> dict:
     """N envs in N processes for `seconds`; gradings that finished in the window count."""
     ctx = mp.get_context("spawn")
     queue = ctx.Queue()
+    sampler = _GpuSampler()
     start = time.monotonic()
-    procs = [ctx.Process(target=_worker, args=(task, seconds, str(run_root / f"n{n_envs}-{i}"), queue))
+    procs = [ctx.Process(target=_worker, args=(task, seconds, str(run_root / f"{task}-n{n_envs}-{i}"), queue))
              for i in range(n_envs)]
     for p in procs:
         p.start()
@@ -56,30 +122,38 @@ def measure(task: str, n_envs: int, seconds: float, run_root: Path) -> dict:
     for p in procs:
         p.join()
     wall_s = time.monotonic() - start
+    busy = sampler.stop()
     rows = [r for env_rows in per_env for r in env_rows if "error" not in r]
     errors = [r["error"] for env_rows in per_env for r in env_rows if "error" in r]
     firsts = [env_rows[0]["reset_s"] + env_rows[0]["submit_s"] for env_rows in per_env
               if env_rows and "error" not in env_rows[0]]
-    later = [r["reset_s"] + r["submit_s"] for env_rows in per_env for r in env_rows[1:] if "error" not in r]
+    later_rows = [r for env_rows in per_env for r in env_rows[1:] if "error" not in r]
+    later = [r["reset_s"] + r["submit_s"] for r in later_rows]
+    sub = [r["submit_s"] for r in later_rows]
     return {"task": task, "envs": n_envs, "window_s": seconds, "wall_s": round(wall_s, 1), "gradings": len(rows),
             "gradings_per_hour": round(len(rows) * 3600 / wall_s),
             "first_grading_s": [round(x, 2) for x in firsts],
             "later_grading_s_median": round(statistics.median(later), 2) if later else None,
-            "rewards": sorted({round(r["reward"], 1) for r in rows}), "errors": errors}
+            "submit_s_median": _q(sub, 0.5), "submit_s_p95": _q(sub, 0.95),
+            "gpu_busy_fraction": busy, "phases_s_median": _medians([r["phases_s"] for r in later_rows]),
+            "checked_run_s_median": _medians([r.get("checked_run_s", {}) for r in later_rows]),
+            "observed_run_s_median": _medians([r.get("observed_run_s", {}) for r in later_rows]),
+            "observer_ahead": sorted({str(r.get("observer_ahead")).split(":")[0] for r in rows}),
+            "rewards": sorted({round(r["reward"], 1) for r in rows}), "errors": errors, "gradings_detail": rows}
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--task", default="triton-rmsnorm")
+    ap.add_argument("--task", default="triton-rmsnorm", help="comma-separated task names")
     ap.add_argument("--envs", default="1,8", help="comma-separated numbers of parallel envs")
     ap.add_argument("--seconds", type=float, default=120.0, help="the window each N runs for")
     ap.add_argument("--run-dir", default="/tmp/kg-throughput")
     ap.add_argument("--out", default="throughput.json")
     args = ap.parse_args()
     results = []
-    for n in (int(x) for x in args.envs.split(",")):
-        result = measure(args.task, n, args.seconds, Path(args.run_dir))
-        print(json.dumps(result), flush=True)
+    for task, n in [(t, int(x)) for t in args.task.split(",") for x in args.envs.split(",")]:
+        result = measure(task, n, args.seconds, Path(args.run_dir))
+        print(json.dumps({k: v for k, v in result.items() if k != "gradings_detail"}), flush=True)
         results.append(result)
         Path(args.out).write_text(json.dumps({"machine": os.uname().nodename, "date": time.strftime("%Y-%m-%d"),
                                               "results": results}, indent=1))

@@ -208,8 +208,11 @@ class Grade:
     elapsed_s: float
     """Submit to grade, s (with a prepared worker: the candidate's part only)."""
     phases_s: dict[str, float] = field(default_factory=dict)
-    """Where `elapsed_s` went: ``harness`` (the candidate's process: import, check, timing), ``compare``
-    (the parent's checks of its outputs against the reference) and, where it ran, ``observer`` (the observed run)."""
+    """Where `elapsed_s` went, s: ``copy_and_static_check`` (the editable files copied, the static check),
+    ``wait_for_observer`` (the observer's background work: the baseline's observation, the run ahead's start),
+    ``harness`` (the candidate's process: import, check, timing; of which ``harness_prepare_wait``, with a warm
+    worker, waited for its prepared child), ``compare`` (the parent's checks of its outputs against the reference)
+    and, where it ran, ``observer`` (the observed run)."""
     checks: dict[str, str] = field(default_factory=dict)
     """Which provenance checks ran on this grading and how they ended: ``static_check``, ``launch_counter``,
     ``observer`` and ``speedup_cross_check``, each ``passed``, ``failed``, or why it did not run."""
@@ -409,9 +412,15 @@ class Grader:
         problems = [*problems, *static.compile_problems]  # unreadable sources, or no verdict: compile fails
         provenance = static.findings
         session.launch_notes = [n for text in sources.values() for n in unsupported_launch_options(text, self.hardware)]
+        phases = {"copy_and_static_check": time.monotonic() - start}
+        waited = time.monotonic()
         self._wait_for_observer()  # no profiling may overlap the timed runs (ncu flushes the caches per kernel)
+        phases["wait_for_observer"] = time.monotonic() - waited
         check, timed = self._run_candidate(session, problems)
         harness_done = time.monotonic()
+        phases["harness"] = harness_done - waited - phases["wait_for_observer"]
+        if session.prepare_wait_s is not None:
+            phases["harness_prepare_wait"] = session.prepare_wait_s
         checks = self._checks_planned(provenance or static.compile_problems)
         # Bytes and entries in one walk: 300,000 empty files take a few MiB and every inode of the host's disk.
         used = tree_usage(session.gdir, self.config.grading_dir_cap_bytes, self.config.grading_dir_cap_files)
@@ -439,7 +448,7 @@ class Grader:
             if not timed_ok:
                 correct_stage.passed = False
                 correct_stage.messages.append("the output of the timed runs was wrong (see performance)")
-        phases = {"harness": harness_done - start, "compare": time.monotonic() - harness_done}
+        phases["compare"] = time.monotonic() - harness_done
         if correct_stage.passed and checks["observer"] == "pending":
             observed = time.monotonic()
             speedups = self.observe(session, sources, rows, correct_stage, perf_stage, speedups, checks)
@@ -994,8 +1003,14 @@ class Grader:
         check_path, time_path = gdir / CHECK_RESULT, gdir / TIME_RESULT
         timed_out, output = False, None
         if self.worker is not None and self.worker.alive():
-            code, timed_out, unprepared = self.worker.request(gdir / REQUEST, self.timeout_s,
-                                                              on_started=lambda: self._keep_kernel_cache(gdir))
+            asked = time.monotonic()
+
+            def started() -> None:
+                if self.session is not None:
+                    self.session.prepare_wait_s = time.monotonic() - asked
+                self._keep_kernel_cache(gdir)
+
+            code, timed_out, unprepared = self.worker.request(gdir / REQUEST, self.timeout_s, on_started=started)
             if not self.keep_worker:  # one grading per worker: nothing a candidate did to it outlives this grading
                 self.worker.stop()
                 self.worker = None

@@ -53,6 +53,8 @@ class GradingSession:
     """The tail of the observed run's harness log (its phases), for diagnosis."""
     observed_dirs: list[Path] = field(default_factory=list)
     """The observed run's directories, removed once the grade is read."""
+    prepare_wait_s: float | None = None
+    """How long the warm worker's run waited for its prepared child to be ready, s (None: no warm worker)."""
     _memo: dict = field(default_factory=dict)
     _files: dict = field(default_factory=dict)
     _file_locks: dict = field(default_factory=dict)

@@ -1,0 +1,27 @@
+# Issue 24 (the grading pipeline's throughput) on the H200, in calls of under 10 minutes each. On the device machine,
+# from the repository root, with `carry: [".whl", ".deb"]`:
+#     bash benchmarks/gpu_issue24.sh breakdown   # where a grading's time goes, 1, 8 and 16 envs (about 6 min)
+#     bash benchmarks/gpu_issue24.sh sweep       # gradings per hour, 1-16 envs, rmsnorm and matmul (about 9 min)
+#     bash benchmarks/gpu_issue24.sh quality     # noise (rmsnorm against itself, 20 gradings), baselines 220 +- 1%
+# Copy $OUT into benchmarks/results/ with the machine and date.
+source benchmarks/gpu_setup.sh
+mkdir -p "$OUT"
+(nvidia-smi --query-gpu=name,driver_version --format=csv; nproc; python3 -c "import torch, triton; print(torch.__version__, triton.__version__)"; date -u; git rev-parse HEAD 2>/dev/null) > "$OUT/machine.txt" 2>&1
+tp() { timeout "$1" python3 benchmarks/throughput.py --task "$2" --envs "$3" --seconds "$4" --out "$OUT/$5" 2>&1 | grep -v "^\s*$" | cut -c1-600; }
+case "$1" in
+breakdown)
+    tp 100 triton-rmsnorm 1 45 breakdown_n1.json
+    tp 200 triton-rmsnorm 8 100 breakdown_n8.json
+    tp 220 triton-rmsnorm 16 100 breakdown_n16.json
+    ;;
+sweep)
+    tp 330 triton-rmsnorm 1,4,8,16 60 sweep_rmsnorm.json
+    tp 230 triton-matmul 8,16 80 sweep_matmul.json
+    ;;
+quality)
+    timeout 300 python3 benchmarks/task_suite.py --only triton-rmsnorm --n 20 --observed 20 --fast-n 0 --no-unseen --budget-s 280 --out "$OUT/noise_rmsnorm.json" > "$OUT/noise_rmsnorm.log" 2>&1
+    grep -E "^\||error" "$OUT/noise_rmsnorm.log" | head -10
+    timeout 250 python3 benchmarks/task_suite.py --n 1 --observed 1 --fast-n 0 --no-unseen --budget-s 240 --out "$OUT/baselines.json" > "$OUT/baselines.log" 2>&1
+    grep -E "^\||error" "$OUT/baselines.log" | head -40
+    ;;
+esac
