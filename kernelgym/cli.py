@@ -653,12 +653,44 @@ def main(argv: list[str] | None = None) -> int:
     export.add_argument("--algorithm", default=None, help="the policy's name, for the dataset's metadata")
     export.add_argument("--author", default=None, help="for the dataset's metadata")
     export.set_defaults(func=cmd_export)
-    args = parser.parse_args(argv)
     try:
-        return args.func(args)
-    except KernelGymError as e:
-        console.print(f"[red]error:[/] {e}")
-        return 2
+        args = parser.parse_args(argv)
+        try:
+            code = args.func(args)
+        except KernelGymError as e:
+            console.print(f"[red]error:[/] {e}")
+            code = 2
+        sys.stdout.flush()  # a closed pipe shows here, inside the handler, not at interpreter exit
+        return code
+    except BrokenPipeError:
+        if not _stdout_reader_gone():  # a pipe to a child process (an agent CLI) broke: a real error
+            raise
+        return _quiet_closed_stdout()
+
+
+#: The exit code of a command whose stdout reader went away: 128 + SIGPIPE, what a shell reports for one killed by it.
+EXIT_STDOUT_CLOSED = 141
+
+
+def _stdout_reader_gone() -> bool:
+    """Whether stdout is a pipe (or socket) whose reading end is closed (`kernelgym list | head`): poll reports an
+    error on such a write end."""
+    import select
+    try:
+        poller = select.poll()
+        poller.register(sys.stdout.fileno(), select.POLLOUT)
+        return any(events & (select.POLLERR | select.POLLHUP) for _, events in poller.poll(0))
+    except (OSError, ValueError, AttributeError):  # stdout closed, replaced by an object without a descriptor
+        return False
+
+
+def _quiet_closed_stdout() -> int:
+    """Point stdout at /dev/null, so that the interpreter's last flush of what is still buffered does not print
+    a second BrokenPipeError at exit (the recipe of Python's signal module docs); returns `EXIT_STDOUT_CLOSED`."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    os.close(devnull)
+    return EXIT_STDOUT_CLOSED
 
 
 if __name__ == "__main__":
