@@ -2,7 +2,11 @@
 
 Action: ``{"kind": Discrete(7), "cmd", "path", "content", "old", "new": Text, "config": Discrete(64)}``;
 `kind` indexes `ACTION_KINDS`; `config` is the seen config a ``profile`` action profiles. ``{"kind": "bench"}``
-runs ``python bench.py`` (advisory: what the grader would reward, docs/BENCH.md) and takes no other field. step() also accepts ``{"kind": "shell", "cmd": "ls"}`` and its JSON string.
+runs ``python bench.py`` (advisory: what the grader would reward, docs/BENCH.md). step() also accepts
+``{"kind": "shell", "cmd": "ls"}`` and its JSON string. Each kind takes its own fields (`KIND_FIELDS`); another field
+given a value (a submit with a ``cmd``) is refused with an error observation naming it and the kind's fields; left
+at its default ("", 0, false) it may be present, as in a sample of the space. `action_space().sample()` gives such
+well-formed actions (`ActionSpace`).
 A dict or JSON submit may carry ``"truncate": true``: the policy stopped without submitting (an agent CLI that
 exited or timed out), so the episode ends truncated rather than terminated; the kernel is graded either way.
 
@@ -33,9 +37,65 @@ def _text(max_length: int) -> spaces.Text:
     return spaces.Text(max_length=max_length, min_length=0, charset=CHARSET)
 
 
-def action_space() -> spaces.Dict:
-    """The env's action space (see the module docstring)."""
-    return spaces.Dict({"kind": spaces.Discrete(len(ACTION_KINDS)), "cmd": _text(MAX_CMD_CHARS),
+#: The fields each kind takes besides ``kind``; any other field must keep its default ("" for text, 0 for config,
+#: false for truncate), else the action is refused (`parse_action`).
+KIND_FIELDS = {"shell": ("cmd",), "write_file": ("path", "content"), "edit_file": ("path", "old", "new"),
+               "read_file": ("path",), "submit": ("truncate",), "profile": ("config",), "bench": ()}
+#: The fields of `KIND_FIELDS` that must be non-empty.
+_REQUIRED = {"shell": ("cmd",), "write_file": ("path",), "edit_file": ("path", "old"), "read_file": ("path",)}
+
+
+class ActionSpace(spaces.Dict):
+    """The env's action space: a gymnasium Dict of every field, whose `sample` gives actions `parse_action` accepts.
+
+    A plain Dict sample draws every field for every kind, so nearly every sample carried fields its kind does not
+    take (a bench with a ``cmd``) and was refused. Here a sample keeps only its kind's fields (`KIND_FIELDS`), the
+    others at their defaults, and a field the kind needs is never empty. Whether it then does anything useful is
+    the workspace's business: a random path names no file (``no such file in the workspace``, ``File name too
+    long``), a random ``old`` does not occur, a random ``config`` may be past the task's seen configs (``config N
+    does not exist``), a random command is not found. Such samples get the env's error observation, like any
+    well-formed action that fails; the episode goes on (a sampled submit ends it).
+    """
+
+    def sample(self, mask: dict[str, Any] | None = None, probability: dict[str, Any] | None = None) -> dict[str, Any]:
+        """A random action of a random kind: every key of the space, those its kind does not take at their
+        defaults. `mask` or `probability` is per field, as gymnasium's Dict takes it (a `kind` mask picks the kinds
+        drawn). Only the kind's own fields are drawn: a 200,000-character Text draw takes a tenth of a second.
+
+        Raises:
+            ValueError: both `mask` and `probability` are given.
+        """
+        if mask is not None and probability is not None:
+            raise ValueError("give a mask or a probability, not both")
+
+        def draw(name: str) -> Any:
+            space = self.spaces[name]
+            if mask is not None:
+                return space.sample(mask=mask.get(name))
+            if probability is not None:
+                return space.sample(probability=probability.get(name))
+            return space.sample()
+
+        kind_index = draw("kind")
+        kind = ACTION_KINDS[int(kind_index)]
+        drawn: dict[str, Any] = {}
+        for name, space in self.spaces.items():
+            if name == "kind":
+                drawn[name] = kind_index
+            elif name not in KIND_FIELDS[kind]:
+                drawn[name] = np.int64(0) if isinstance(space, spaces.Discrete) else ""
+            else:
+                drawn[name] = draw(name)
+                for _ in range(100):  # Text draws its length uniformly from 0..max: an empty draw is rare
+                    if drawn[name] or name not in _REQUIRED.get(kind, ()):
+                        break
+                    drawn[name] = draw(name)
+        return drawn
+
+
+def action_space() -> ActionSpace:
+    """The env's action space (see the module docstring); its `ActionSpace.sample` gives well-formed actions."""
+    return ActionSpace({"kind": spaces.Discrete(len(ACTION_KINDS)), "cmd": _text(MAX_CMD_CHARS),
                         "path": _text(4096), "content": _text(MAX_FILE_CHARS), "old": _text(MAX_FILE_CHARS),
                         "new": _text(MAX_FILE_CHARS), "config": spaces.Discrete(MAX_CONFIGS)})
 
@@ -150,17 +210,18 @@ def _parse_action(action: Any) -> Action:
         raise ActionError(f"field 'config' must be a non-negative integer (a seen config's index), got {config!r}")
     fields["config"] = config
     truncate = action.get("truncate", False)
-    if not isinstance(truncate, (bool, np.bool_)) or (truncate and kind != "submit"):
+    if not isinstance(truncate, (bool, np.bool_)):  # true on another kind than submit: a stray field (below)
         raise ActionError(f"field 'truncate' must be a boolean, and true only on a submit; got {truncate!r}")
     fields["truncate"] = bool(truncate)
-    required = {"shell": ["cmd"], "write_file": ["path"], "edit_file": ["path", "old"], "read_file": ["path"],
-                "submit": [], "profile": [], "bench": []}[kind]
-    if kind == "bench":
-        given = [n for n in ("cmd", "path", "content", "old", "new") if fields[n]] + (["config"] if fields["config"] else [])
-        if given:
-            raise ActionError(f"action 'bench' takes no fields (it runs `python bench.py` on every seen config); "
-                              f"got {', '.join(given)}")
-    for name in required:
+    # A field the kind does not take, given a value, is refused for every kind alike: a submit with a `cmd` or a
+    # read_file with `content` is a policy's mistake (the field would be ignored), not something to run around.
+    stray = [n for n in _FIELDS[1:] if n not in KIND_FIELDS[kind] and fields[n]]
+    if stray:
+        takes = (f"only the field(s) {', '.join(repr(n) for n in ('kind', *KIND_FIELDS[kind]))}" if KIND_FIELDS[kind]
+                 else "no fields besides 'kind' (it runs `python bench.py` on every seen config)")
+        raise ActionError(f"action {kind!r} takes {takes}; got stray field(s) "
+                          f"{', '.join(repr(n) for n in stray)}: leave them out")
+    for name in _REQUIRED.get(kind, ()):
         if not fields[name]:
             raise ActionError(f"action {kind!r} needs a non-empty {name!r} field")
     # May be empty, but must be given: a dict that leaves them out means a mistake, not an empty file or a deletion.
