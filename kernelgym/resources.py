@@ -9,6 +9,7 @@ A checkout used from ``PYTHONPATH`` without installing finds the folders beside 
 """
 from __future__ import annotations
 
+import os
 from importlib import resources
 from pathlib import Path
 
@@ -53,3 +54,9 @@ def builtin_folder(name: str) -> Path:
         f"kernelgym's built-in {name} folder (package {package}) is missing: {problem}. Expected the repository's "
         f"{name}/ folder (editable install) or site-packages/kernelgym/{package.rpartition('.')[2]}/ (wheel); "
         f"reinstall kernelgym (`pip install -e .` in a checkout, which `bash .ci/setup` does)")
+
+
+def cache_home() -> Path:
+    """``$KERNELGYM_CACHE_DIR`` (default ``~/.cache/kernelgym``): the host's cache of builds, tracers, gradings and
+    replays; every cache of the project lives under it."""
+    return Path(os.environ.get("KERNELGYM_CACHE_DIR", Path.home() / ".cache" / "kernelgym"))

@@ -192,13 +192,13 @@ def test_a_tracer_that_fails_on_the_baseline_gives_way_to_ncu(tmp_path, monkeypa
             raise ObserverError("CUPTI could not be enabled")
         return observed
     monkeypatch.setattr(g, "_run_baseline_observation", run_baseline_observation)
-    monkeypatch.setattr(g, "_baseline_key", lambda: ("key of this test", g._tool))
+    monkeypatch.setattr(g, "_baseline_key", lambda: f"key-of-this-test-{g._tool}")
     assert g.baseline_observation() is observed and tools == ["tracer", "ncu"] and g.observer_tool() == "ncu"
     # Asked for the tracer alone: its failure stands.
     h = Grader(get_task("triton-rmsnorm"), all_profiles()["h200"], tmp_path / "h",
                GraderConfig(sandbox="none", observer_tool="tracer"))
     h._tool = "tracer"
     monkeypatch.setattr(h, "_run_baseline_observation", lambda: (_ for _ in ()).throw(ObserverError("no CUPTI")))
-    monkeypatch.setattr(h, "_baseline_key", lambda: ("unique key of this test", h._tool))
+    monkeypatch.setattr(h, "_baseline_key", lambda: f"unique-key-of-this-test-{h._tool}")
     with pytest.raises(ObserverError, match="no CUPTI"):
         h.baseline_observation()

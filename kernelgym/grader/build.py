@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
 
+from kernelgym.resources import cache_home
 from kernelgym.backends import backend_path
 from kernelgym.sandbox import PYTHON, Limits, make_sandbox
 
@@ -30,7 +31,7 @@ HEADER_SUFFIXES = (".h", ".hpp", ".cuh", ".inl", ".hip")
 
 def cache_root() -> Path:
     """Where builds are cached: ``$KERNELGYM_CACHE_DIR/builds`` (default ``~/.cache/kernelgym/builds``)."""
-    return Path(os.environ.get("KERNELGYM_CACHE_DIR", Path.home() / ".cache" / "kernelgym")) / "builds"
+    return cache_home() / "builds"
 
 
 @dataclass

@@ -33,6 +33,7 @@ from typing import Any
 from kernelgym.backends import BACKENDS_DIR, backend_path, get_backend
 from kernelgym.errors import TaskSpecError
 from kernelgym.grader import build as builds
+from kernelgym.grader.cache import GRADING_CACHE, MAX_CACHE_BYTES, baseline_key
 from kernelgym.grader import tracer
 from kernelgym.grader.files import (MAX_EDITABLE_BYTES, copy_candidate, copy_editable, copy_public, copy_regular_files,
                                     prune_grading_dir, remove_tree, tree_usage, write_new)
@@ -68,30 +69,8 @@ COMPILE_BUDGET_S = 60.0
 PER_CONFIG_S = {"gpu": 30.0, "interpreter": 60.0}
 BUILD_TIMEOUT_S = 900.0
 
-#: The most of a backend's kernel cache (its ``KERNEL_CACHE_DIR`` in a harness's writable directory) the observed run
-#: gets from the checked run, and a grading from the kept baseline's.
-MAX_CACHE_BYTES = 256 << 20
 #: The most of a kernel trace read (about 150 bytes a kernel: an autotuned kernel's warm-up calls launch thousands).
 MAX_TRACE_BYTES = 512 << 20
-
-#: Observed runs of pristine baselines, by (task folder, hardware id, configs, sandbox): made once per process.
-_BASELINE_OBSERVATIONS: dict[tuple, Observation] = {}
-_BASELINE_LOCK = threading.Lock()
-#: The Triton cache of each baseline's observed run (its host launchers, built by task code only), by the same key.
-_BASELINE_LAUNCHERS: dict[tuple, Path] = {}
-#: Per process, by the same key: a copy of the Triton cache of a prepared grading, taken before any candidate code ran
-#: there (the pristine baseline's compiled kernels and launchers only), seeded into every later grading directory so
-#: the baseline, and a candidate that shares its kernels, are not compiled again (`Grader._keep_kernel_cache`).
-_BASELINE_KERNEL_CACHES: dict[tuple, Path] = {}
-
-
-def _cache_of(key: tuple) -> Path | None:
-    """The kept baseline kernel cache for `key`, or None (none kept, or its folder is gone)."""
-    cache = _BASELINE_KERNEL_CACHES.get(key)
-    if cache is not None and not cache.is_dir():
-        _BASELINE_KERNEL_CACHES.pop(key, None)
-        return None
-    return cache
 
 
 @dataclass
@@ -295,6 +274,7 @@ class Grader:
         self._observe_drawn: dict[Path, bool] = {}
         self._tool: str | None = None  # observer_tool(): 'tracer', 'ncu', or why neither runs
         self._tracer_library: Path | None = None
+        self._key: tuple[str, str] | None = None  # (observer tool, baseline key): see _baseline_key
 
     @property
     def timeout_s(self) -> float:
@@ -751,23 +731,20 @@ class Grader:
         Raises:
             ObserverError: the baseline's run under the profiler failed or its report is unusable.
         """
-        key = self._baseline_key()
-        with _BASELINE_LOCK:  # held while observing: one profiler at a time, and each baseline observed once
-            if key not in _BASELINE_OBSERVATIONS:
-                try:
-                    _BASELINE_OBSERVATIONS[key] = self._run_baseline_observation()
-                except ObserverError:
-                    if not (self._tool == "tracer" and self.config.observer_tool == "auto" and find_ncu()):
-                        raise
-                    self._tool = "ncu"
-                    key = self._baseline_key()
-                    if key not in _BASELINE_OBSERVATIONS:
-                        _BASELINE_OBSERVATIONS[key] = self._run_baseline_observation()
-            return _BASELINE_OBSERVATIONS[key]
+        try:
+            return GRADING_CACHE.observation(self._baseline_key(), self._run_baseline_observation)
+        except ObserverError:
+            if not (self._tool == "tracer" and self.config.observer_tool == "auto" and find_ncu()):
+                raise
+            self._tool = "ncu"
+            return GRADING_CACHE.observation(self._baseline_key(), self._run_baseline_observation)
 
-    def _baseline_key(self) -> tuple:
-        return (str(self.task.root), self.hardware.id, json.dumps(self.configs, sort_keys=True), self.config.sandbox,
-                self.observer_tool())
+    def _baseline_key(self) -> str:
+        """The key of this grader's baseline entries in the grading cache (cache.py); computed once per observer tool."""
+        tool = self.observer_tool()
+        if self._key is None or self._key[0] != tool:
+            self._key = (tool, baseline_key(self.task.root, self.hardware.id, self.configs, self.config.sandbox, tool))
+        return self._key[1]
 
     def _run_baseline_observation(self) -> Observation:
         build = self._baseline_built() if self.backend.BUILDS else None
@@ -776,7 +753,9 @@ class Grader:
         run = sandbox.run(argv, limits=Limits(timeout_s=self.timeout_s, max_output_bytes=8000))
         observation = self._read_observation(results, run.timed_out, run.returncode, run.output)
         if self.backend.KERNEL_CACHE_DIR is not None:
-            _BASELINE_LAUNCHERS[self._baseline_key()] = results / self.backend.KERNEL_CACHE_DIR
+            GRADING_CACHE.keep_kernels(self._baseline_key(), results / self.backend.KERNEL_CACHE_DIR, "launchers",
+                                       self.backend.KERNEL_LAUNCHERS)
+        remove_tree(results)
         return observation
 
     def _keep_kernel_cache(self, gdir: Path) -> None:
@@ -786,12 +765,7 @@ class Grader:
         cache_dir = self.backend.KERNEL_CACHE_DIR
         if self.hardware.interpreter or cache_dir is None:  # nothing is compiled there (the key looks for the tracer)
             return
-        key = self._baseline_key()
-        if _cache_of(key) is not None:
-            return
-        dest = self.work_dir / f"baseline-kernels-{uuid.uuid4().hex[:8]}"
-        if copy_regular_files(gdir / cache_dir, dest, MAX_CACHE_BYTES):
-            _BASELINE_KERNEL_CACHES[key] = dest
+        GRADING_CACHE.keep_kernels(self._baseline_key(), gdir / cache_dir)
 
     def _seed_kernel_cache(self, gdir: Path) -> None:
         """Fill the new grading directory `gdir`'s Triton cache from the kept copy, if any (its group files moved to
@@ -800,9 +774,7 @@ class Grader:
         cache_dir = self.backend.KERNEL_CACHE_DIR
         if self.hardware.interpreter or cache_dir is None:
             return
-        cache = _cache_of(self._baseline_key())
-        if cache is not None:
-            copy_regular_files(cache, gdir / cache_dir, MAX_CACHE_BYTES)
+        GRADING_CACHE.seed_kernels(self._baseline_key(), gdir / cache_dir)
 
     def _observer_dir(self) -> Path:
         """A new owner-only directory beside the grading directories: an observed run's only writable one."""
@@ -882,9 +854,8 @@ class Grader:
             # The host launchers (Triton's: shared libraries, about 0.1-1 s of gcc each) as the baseline's observed
             # run built them: only task code ran there, and a candidate whose kernels share the baseline's
             # signatures reuses them.
-            launchers = _BASELINE_LAUNCHERS.get(self._baseline_key())
-            if launchers is not None:
-                copy_regular_files(launchers, results / cache_dir, MAX_CACHE_BYTES, self.backend.KERNEL_LAUNCHERS)
+            GRADING_CACHE.seed_kernels(self._baseline_key(), results / cache_dir, "launchers",
+                                       self.backend.KERNEL_LAUNCHERS)
         build = session.trusted_build
         if build is not None:
             builds.copy_build(build, source / BUILD_DIR)

@@ -24,6 +24,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
+from kernelgym.resources import cache_home
 from kernelgym.grader.observer import Kernel, ObserverError
 
 SOURCE = Path(__file__).with_name("kernel_trace.cpp")
@@ -70,7 +71,7 @@ def kernel_record_type(include: Path) -> str:
 
 def cache_dir() -> Path:
     """``$KERNELGYM_CACHE_DIR/tracer`` (default ``~/.cache/kernelgym/tracer``)."""
-    return Path(os.environ.get("KERNELGYM_CACHE_DIR", Path.home() / ".cache" / "kernelgym")) / "tracer"
+    return cache_home() / "tracer"
 
 
 def unavailable() -> str | None:

@@ -10,6 +10,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from kernelgym.resources import cache_home
 from kernelgym.grader import Grader, GraderConfig
 from kernelgym.backends import backend_path
 from kernelgym.grader.worker import HARNESS_FILES
@@ -78,7 +79,7 @@ def _original_results(task: Task, hardware: HardwareProfile, configs: list[dict]
     for f in [p for p in HARNESS_FILES if p.is_file()] + [backend_path(task.spec.language)]:
         h.update(f.read_bytes())  # the grading code: a change grades the original again
     h.update(json.dumps([configs, seed, hardware.id], sort_keys=True).encode())
-    cache = Path(os.environ.get("KERNELGYM_CACHE_DIR", Path.home() / ".cache" / "kernelgym"))
+    cache = cache_home()
     path = cache / f"original-unseen-{task.name}-{hardware.id}-{h.hexdigest()[:16]}.json"
     if path.is_file():
         return json.loads(path.read_text())
