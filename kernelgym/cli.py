@@ -229,7 +229,8 @@ def select_tasks(selectors: list[str], tasks_dir, hardware) -> tuple[list[str], 
 def cmd_run(args: argparse.Namespace) -> int:
     """`kernelgym run`: one task with one policy (or a `--resume`d run) as before; several tasks (`--task` repeated, or
     a pattern) or policies (`--policy` repeated), every policy on every task, one run after another, each in its own
-    run directory, then a table of all of them."""
+    run directory, then a table of all of them. Before the first of several runs every policy is checked
+    (`preflight`); a problem stops the whole command unless `--keep-going` is given."""
     if args.resume:
         return run_task(args)[0]
     from kernelgym.hardware import detect_profile
@@ -244,6 +245,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     if not names:
         raise KernelGymError(f"no task of --task {' '.join(selectors)} runs on {hardware.id}")
     configs = policy_configs(args.policy_config, policies)
+    preflight(policies, configs, args.policies_dir, keep_going=args.keep_going)
     runs = [(name, policy) for name in names for policy in policies]
     rows, codes = [], []
     for k, (name, policy) in enumerate(runs):
@@ -258,6 +260,38 @@ def cmd_run(args: argparse.Namespace) -> int:
         rows.append((name, policy, results, run_dir))
     print_runs_table(rows, hardware.interpreter)
     return 2 if 2 in codes else 3 if all(c == 3 for c in codes) else 0
+
+
+def preflight(policies: list[str], configs: dict[str, str | None], policies_dir, keep_going: bool) -> None:
+    """Check every policy of a run of several before its first episode (`kernelgym.policy.policy_problems`: it
+    loads with its --policy-config, its API key is set, its agent CLI and modules are found) and print every problem.
+
+    Raises:
+        KernelGymError: a problem was found and `keep_going` is false (exit 2, nothing run). With `keep_going`
+            the runs start anyway, and a policy that cannot start fails its own runs only.
+    """
+    from kernelgym.policy import policy_problems
+
+    problems: list[str] = []
+    for policy in policies:
+        try:
+            overrides = json.loads(configs[policy]) if configs[policy] else {}
+        except ValueError as e:
+            problems.append(f"policy {policy!r}: --policy-config is not valid JSON ({e})")
+            continue
+        if not isinstance(overrides, dict):
+            problems.append(f"policy {policy!r}: --policy-config must be a JSON object of config fields")
+            continue
+        problems += policy_problems(policy, policies_dir, **overrides)
+    if not problems:
+        return
+    for line in problems:
+        console.print(f"[red]problem:[/] {escape(line)}", soft_wrap=True)
+    if not keep_going:
+        raise KernelGymError(f"{len(problems)} problem(s) with the policies, listed above: nothing was run. Fix them, "
+                             f"or give --keep-going to run anyway (the runs of a policy that cannot start fail, the "
+                             f"others go on)")
+    console.print(f"[yellow]--keep-going: running anyway, despite {len(problems)} problem(s)[/]")
 
 
 def policy_configs(text: str | None, policies: list[str]) -> dict[str, str | None]:
@@ -611,6 +645,9 @@ def main(argv: list[str] | None = None) -> int:
                      f"{DEFAULT_POLICY}); repeat it to run every policy on every task")
     run.add_argument("--policy-config", default=None, help="JSON object of overrides for the policy's config.yaml "
                      "(with several --policy: an object keyed by policy name)")
+    run.add_argument("--keep-going", action="store_true", help="with several tasks or policies: start the runs even "
+                     "when a policy's check before the first episode fails (API key unset, agent CLI or SDK missing, "
+                     "config refused); without it, every problem is listed and nothing runs (exit 2)")
     run.add_argument("--episodes", type=positive_int, default=None, help="episodes in the run (default 1; with "
                      "--resume, the run's own count)")
     run.add_argument("--resume", default=None, metavar="RUN_DIR", help="continue a run killed or stopped before its "

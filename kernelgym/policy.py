@@ -28,7 +28,7 @@ from typing import Any, Protocol
 import yaml
 
 from kernelgym.discovery import Dirs, as_dirs, env_dirs
-from kernelgym.errors import PolicyConfigError, UnknownPolicyError
+from kernelgym.errors import KernelGymError, PolicyConfigError, UnknownPolicyError
 from kernelgym.resources import builtin_folder
 
 #: The built-in policies: the repository's top-level policies/ folder, shipped in the package as kernelgym.policies.
@@ -264,3 +264,61 @@ def check_config_types(config_cls: type, values: dict[str, Any], source: str) ->
             shown = shown if len(shown) <= 80 else shown[:77] + "..."
             raise PolicyConfigError(f"{source}: config field {key!r} expects {_type_name(tp)}, got "
                                     f"{type(value).__name__} {shown}")
+
+
+#: How to meet each kind of requirement, for `policy_problems`' messages.
+_HOW = {"env": "export it, or name another variable with api_key_env in --policy-config",
+        "binary": "looked for in .agents/node_modules/.bin, beside this Python and on PATH; `bash .ci/setup --agents` "
+                  "installs the agent CLIs, or set binary in --policy-config to its path",
+        "python": "pip install 'kernelgym[agents]'"}
+#: Config fields that stand for a requirement of that kind, when the requirement is the field's default
+#: (``api_key_env: ANTHROPIC_API_KEY`` for ``env:ANTHROPIC_API_KEY``): the configured value is what is checked.
+_CONFIG_FIELD = {"env": "api_key_env", "binary": "binary"}
+
+
+def _configured(requirement: str, config: Any) -> str | None:
+    """`requirement` as `config` has it: an ``env:``/``binary:`` entry whose config field (`_CONFIG_FIELD`) defaults
+    to its name becomes the configured value's; None when that value is empty (``api_key_env: null``: no key)."""
+    kind, _, name = requirement.partition(":")
+    field_name = _CONFIG_FIELD.get(kind)
+    if config is None or field_name is None or not dataclasses.is_dataclass(config):
+        return requirement
+    default = next((f.default for f in dataclasses.fields(config) if f.name == field_name), dataclasses.MISSING)
+    if default != name:
+        return requirement
+    value = getattr(config, field_name)
+    return f"{kind}:{value}" if value else None
+
+
+def policy_problems(name: str, policies_dir: Dirs = None, **overrides: Any) -> list[str]:
+    """What stops the policy `name` from running here, found before any episode (`kernelgym run` checks every
+    policy of a run of several this way): the policy must load (`load_policy`: its folder, policy.py, config, and
+    the checks its own constructor makes, such as an SDK import or the scripted policy's action kinds), and each
+    entry of its ``REQUIRES`` must be met (`requirement_met`): an API key's variable set, an agent CLI found, a
+    module importable. The config's ``api_key_env`` and ``binary`` stand for the ``env:`` and ``binary:`` entries
+    they default to, so ``--policy-config '{"api_key_env": null}'`` needs no key.
+
+    Returns:
+        One line per problem, each starting ``policy NAME:``; empty when the policy can run.
+    """
+    try:
+        policy = load_policy(name, policies_dir=policies_dir, **overrides)
+    except UnknownPolicyError as e:  # no folder: no REQUIRES to read either
+        return [f"policy {name!r}: {e}"]
+    except KernelGymError as e:  # its message may name the policy already (the scripted policy's kinds)
+        text = str(e)
+        policy, problems = None, [text if text.startswith(f"policy {name!r}") else f"policy {name!r}: {text}"]
+    else:
+        problems = []
+    folder = discover_policies(policies_dir)[0][name]
+    for requirement in policy_requirements(folder):
+        if policy is None and requirement.startswith("python:"):
+            continue  # a missing SDK is what the load error above says
+        needed = _configured(requirement, getattr(policy, "config", None))
+        if needed is not None and requirement_met(needed) is False:
+            kind, _, what = needed.partition(":")
+            label = {"env": "environment variable", "binary": "program", "python": "Python module"}[kind]
+            problems.append(f"policy {name!r}: needs {label} {what!r}, which is "
+                            f"{'not set' if kind == 'env' else 'not found' if kind == 'binary' else 'not importable'}"
+                            f" ({_HOW[kind]})")
+    return problems

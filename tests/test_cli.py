@@ -267,9 +267,11 @@ def test_run_several_tasks_and_policies_one_after_another(tmp_path, capsys, monk
     monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)  # the anthropic policy fails at once; its run still ends
     code = main(["run", "--task", "triton-softmax", "--task", "nope", "--task", "triton-silu-and-mul",
                  "--policy", "scripted", "--policy", "anthropic", "--policy", "scripted",
-                 "--policy-config", '{"scripted": {"actions": []}}', "--run-dir", str(tmp_path)])
+                 "--policy-config", '{"scripted": {"actions": []}}', "--run-dir", str(tmp_path), "--keep-going"])
     out = capsys.readouterr().out
     assert code == 2  # the runs of one task could not start; the others still ran
+    # the key was found missing before the first episode; --keep-going ran the runs anyway
+    assert "needs environment variable 'ANTHROPIC_API_KEY'" in out and "--keep-going: running anyway" in out
     assert "Unknown task 'nope'" in out
     dirs = sorted(p.name.split("-", 2)[2] for p in tmp_path.iterdir())  # <date>-<time>-<task>-<policy>
     assert dirs == ["triton-silu-and-mul-anthropic", "triton-silu-and-mul-scripted", "triton-softmax-anthropic",
