@@ -7,6 +7,7 @@ import pytest
 
 from kernelgym.backends import cuda, triton
 from kernelgym.discovery import get_task
+from kernelgym.grader import Grader, GraderConfig
 from kernelgym.grader.observer import (Kernel, ObserverError, base_name, cross_check, foreign_kernels, is_allowed,
                                        is_own, parse_report, split)
 
@@ -266,3 +267,28 @@ def test_grading_waits_for_the_observer_to_be_idle(fake_grader, monkeypatch):
     g._observing.output.clear()
     g._wait_for_observer(timeout_s=0.2)  # never says it prepared: given up
     assert g._observing is None and proc.wait(timeout=10) is not None
+
+
+def test_an_observed_run_that_says_it_finished_is_not_waited_for(tmp_path):
+    """Under the tracer the grader ends an observed run once it prints that it finished (its trace is flushed by
+    then), not after CUDA's teardown; under ncu, which writes its report at exit, it waits for the exit."""
+    import collections
+    import subprocess
+    import sys
+    import time as time_module
+
+    from kernelgym.grader.grader import _ObservedRun
+    from kernelgym.grader.protocol import OBSERVED_FINISHED_MARKER
+    from kernelgym.hardware import all_profiles
+    g = Grader(get_task("triton-rmsnorm"), all_profiles()["h200"], tmp_path / "g", GraderConfig(sandbox="none"))
+    proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"], start_new_session=True)
+    try:
+        run = _ObservedRun(proc, tmp_path, tmp_path, tmp_path, collections.deque([OBSERVED_FINISHED_MARKER + "\n"]))
+        g._tool = "tracer"
+        t = time_module.monotonic()
+        assert g._wait_observed(run) is True and time_module.monotonic() - t < 5
+        g._tool, g.config.timeout_s = "ncu", 0.3
+        with pytest.raises(subprocess.TimeoutExpired):
+            g._wait_observed(run)
+    finally:
+        proc.kill()

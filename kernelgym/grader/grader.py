@@ -40,7 +40,8 @@ from kernelgym.grader.files import (MAX_EDITABLE_BYTES, copy_candidate, copy_edi
 from kernelgym.grader.static_check import StaticCheck, run_static_check
 from kernelgym.grader.observer import (Observation, ObserverError, cross_check, find_ncu, foreign_kernels, ncu_argv,
                                        parse_report, split)
-from kernelgym.grader.protocol import (CHECK_RESULT, HARNESS_LOG, IMPORTED_MARKER, OBSERVED_PREFIX, OUTPUTS,
+from kernelgym.grader.protocol import (CHECK_RESULT, HARNESS_LOG, IMPORTED_MARKER, OBSERVED_FINISHED_MARKER,
+                                       OBSERVED_PREFIX, OUTPUTS,
                                        PREPARED_MARKER, REQUEST, TIME_RESULT, CheckResult, OutputSlot, Request,
                                        TimeResult, check_seed, parse_check_result, parse_time_result)
 from kernelgym.grader.score import arena_score
@@ -869,19 +870,37 @@ class Grader:
             try:
                 ahead.proc.stdin.write("go\n")
                 ahead.proc.stdin.close()
-                ahead.proc.wait(timeout=self.timeout_s)
+                finished = self._wait_observed(ahead)
             except subprocess.TimeoutExpired:
-                timed_out = True
+                timed_out, finished = True, False
             except OSError:
-                pass  # it died meanwhile: its exit code and output say how
+                finished = False  # it died meanwhile: its exit code and output say how
             finally:
                 kill_group(ahead.proc)
-            code, output = ahead.proc.returncode, "".join(ahead.output)
-            session.observer_ahead = f"used: go to exit {time.monotonic() - went:.2f} s"
+            # Ended by us once it said it finished (the tracer's trace is flushed by then): that is a clean exit.
+            code, output = 0 if finished else ahead.proc.returncode, "".join(ahead.output)
+            session.observer_ahead = f"used: go to {'finished' if finished else 'exit'} {time.monotonic() - went:.2f} s"
         self._observed_outputs = results / (OBSERVED_PREFIX + OUTPUTS)
         session.observed_dirs = [source, results]  # removed once the grade is read
         session.observer_log = output[-4000:]  # the observed run's harness log (phases), for diagnosis
         return self._read_observation(results, timed_out, code, output)
+
+    def _wait_observed(self, ahead: "_ObservedRun") -> bool:
+        """Wait for the observed run started ahead to exit or, under the kernel tracer, to say it has finished
+        (`OBSERVED_FINISHED_MARKER`: its results and trace are written; the caller then ends its sandbox, which saves
+        CUDA's teardown). Returns whether it said so. Under ncu, which writes its report at exit, it waits for the exit.
+
+        Raises:
+            subprocess.TimeoutExpired: neither within the grader's limit.
+        """
+        deadline = time.monotonic() + self.timeout_s
+        while ahead.proc.poll() is None:
+            if self._tool == "tracer" and OBSERVED_FINISHED_MARKER in "".join(list(ahead.output)[-8:]):
+                return True
+            if time.monotonic() > deadline:
+                raise subprocess.TimeoutExpired(ahead.proc.args, self.timeout_s)
+            time.sleep(0.005)
+        return False
 
     def _read_observation(self, results: Path, timed_out: bool, code: int, output: str) -> Observation:
         """The observed run's result and the profiler's report in `results`, read once its sandbox is gone.

@@ -847,6 +847,8 @@ def main(path, go_fd=None, ready_fd=None, stop_others=False, wait_go=False):
             return  # the worker went away
     _stopping["on"] = stop_others
     finish(req, state)
+    if wait_go:
+        print(protocol.OBSERVED_FINISHED_MARKER, flush=True)
     if ready_fd is not None:
         # The results are written: the worker may answer now, without waiting for this process's exit (tearing
         # down CUDA takes a few hundred ms). A candidate that writes this early only cuts its own grading short.

@@ -33,6 +33,9 @@ IMPORTED_MARKER = "[harness] candidate imported"
 PREPARED_MARKER = "[harness] prepared"
 """Printed before any candidate code is read."""
 FINISHED = b"finished"
+#: Printed by an observed run started ahead once its results and its trace are written: the parent may end its
+#: sandbox then, without waiting for CUDA's teardown. Printed early by a candidate, it only cuts its own run short.
+OBSERVED_FINISHED_MARKER = "[harness] observed run finished"
 """Written by a worker's child on its ready pipe once its results are written."""
 
 # -- the observed run (observer.py) -------------------------------------------------------------------------------
