@@ -15,7 +15,7 @@ import gymnasium as gym
 from kernelgym.discovery import EPISODE_RECORD
 from kernelgym.grader import Grade, GraderConfig
 from kernelgym.grader.files import tree_bytes as workspace_bytes  # noqa: F401 - kept importable from here
-from kernelgym.grader.files import tree_usage
+from kernelgym.grader.files import remove_tree, tree_usage
 from kernelgym.hardware import HardwareProfile, detect_profile
 from kernelgym.sandbox import Limits, make_sandbox
 from kernelgym.spaces import (MAX_FILE_CHARS, MAX_OBS_CHARS, Action, ActionError, action_space,
@@ -141,12 +141,11 @@ class KernelArenaEnv(gym.Env):
 
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
         super().reset(seed=seed)
-        self.episode_id = f"{time.strftime('%Y%m%d-%H%M%S')}-{uuid.uuid4().hex[:8]}"
-        self.episode_dir = self.run_dir / "episodes" / self.episode_id
-        # Owner-only: files the sandboxed agent or kernel made (even setuid ones, when run as root) are out of
-        # other host users' reach.
-        self.episode_dir.mkdir(parents=True, mode=0o700)
-        self.episode_dir.chmod(0o700)
+        if getattr(self, "grader", None) is not None:
+            self.grader.stop_worker()
+        # The episode made ahead while the last one was graded (its grader's processes started then), else a new one.
+        next_episode, self._next_episode = getattr(self, "_next_episode", None), None
+        self.episode_id, self.episode_dir, self.grader = next_episode or self._new_episode()
         fmt = self.task_format
         self.workspace = fmt.create_workspace(self.task, self.episode_dir / "workspace", self.hardware,
                                               self.grader_config)
@@ -156,10 +155,6 @@ class KernelArenaEnv(gym.Env):
              "hardware": self.hardware.id, "episode_id": self.episode_id, "seed": seed, "format": fmt.name}))
         self.sandbox = make_sandbox(self.sandbox_kind, self.workspace, gpu=not self.hardware.interpreter,
                                     env=fmt.sandbox_env(self.task, self.hardware), limits=self.command_limits)
-        if getattr(self, "grader", None) is not None:
-            self.grader.stop_worker()
-        self.grader = fmt.make_grader(self.task, self.hardware, self.episode_dir / "grading", self.grader_config,
-                                      self.workspace_cap_bytes)
         # Drawn now so the warm worker can prepare this very grading while the agent works (worker.py).
         self._grading_seed = int(self.np_random.integers(0, 2**31 - 1))
         if self.grader_config.warm_worker:
@@ -193,6 +188,11 @@ class KernelArenaEnv(gym.Env):
         if terminated or truncated:
             why = ("submitted" if terminated else "the policy stopped without submitting; grading the current kernel"
                    if stopped else "budget spent (steps or wall-clock); grading the current kernel")
+            if self.grader_config.warm_worker:
+                # The next episode's grader starts its processes now, while this one grades: a reset and an
+                # immediate submit then wait for neither Python process to start.
+                self._next_episode = self._new_episode()
+                self._next_episode[2].spawn()
             self.grade = self._grade()
             (self.episode_dir / "grade.json").write_text(json.dumps(self.grade.to_dict(), default=str))
             output = f"{output}\n[{why}]\n{self.grade.summary()}".lstrip()
@@ -204,7 +204,22 @@ class KernelArenaEnv(gym.Env):
     def close(self):
         if getattr(self, "grader", None) is not None:
             self.grader.stop_worker()
+        next_episode, self._next_episode = getattr(self, "_next_episode", None), None
+        if next_episode is not None:  # made ahead and never started: its processes stop, its folder goes
+            next_episode[2].stop_worker()
+            remove_tree(next_episode[1])
         super().close()
+
+    def _new_episode(self) -> tuple[str, Path, EpisodeGrader]:
+        """A new episode's id, folder (owner-only: files the sandboxed agent or kernel made, even setuid ones when
+        run as root, are out of other host users' reach) and grader."""
+        episode_id = f"{time.strftime('%Y%m%d-%H%M%S')}-{uuid.uuid4().hex[:8]}"
+        episode_dir = self.run_dir / "episodes" / episode_id
+        episode_dir.mkdir(parents=True, mode=0o700)
+        episode_dir.chmod(0o700)
+        grader = self.task_format.make_grader(self.task, self.hardware, episode_dir / "grading", self.grader_config,
+                                              self.workspace_cap_bytes)
+        return episode_id, episode_dir, grader
 
     def render(self):
         if self.render_mode == "ansi":

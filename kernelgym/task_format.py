@@ -22,9 +22,13 @@ from kernelgym.task import Task
 class EpisodeGrader(Protocol):
     """What the env asks of a format's grader during an episode.
 
-    A grader that runs nothing in the background (the reference format's) implements the three worker methods as
+    A grader that runs nothing in the background (the reference format's) implements the four worker methods as
     doing nothing.
     """
+
+    def spawn(self) -> None:
+        """Start the first grading's processes before its seed is drawn (the env calls it for the next episode while
+        the one before is graded), if the grader has any."""
 
     def start_worker(self, seed: int | None = None) -> None:
         """Start preparing the grading with `seed` while the agent works (the warm worker), if the grader has one."""

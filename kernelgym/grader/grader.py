@@ -70,6 +70,8 @@ COMPILE_BUDGET_S = 60.0
 PER_CONFIG_S = {"gpu": 30.0, "interpreter": 60.0}
 BUILD_TIMEOUT_S = 900.0
 
+#: The CPU threads of each harness process on a GPU (``OMP_NUM_THREADS``).
+HARNESS_CPU_THREADS = 4
 #: The most of a kernel trace read (about 150 bytes a kernel: an autotuned kernel's warm-up calls launch thousands).
 MAX_TRACE_BYTES = 512 << 20
 
@@ -79,10 +81,24 @@ class _ObservedRun:
     """An observed run started ahead of its grading (`Grader._start_observed_run`), waiting for ``go``."""
 
     proc: subprocess.Popen
-    gdir: Path
+    gdir: Path | None  # None: spawned before its grading (`Grader.spawn`), given one by `_give_request`
     source: Path
     results: Path
     output: collections.deque
+
+
+@dataclass
+class _Spare:
+    """The processes `Grader.spawn` started for the grader's first grading, before its seed was drawn."""
+
+    gdir: Path
+    worker: GraderWorker
+    ahead: _ObservedRun | None
+
+    def stop(self) -> None:
+        self.worker.stop()
+        if self.ahead is not None:
+            kill_group(self.ahead.proc)
 
 
 def _draw() -> float:
@@ -276,6 +292,7 @@ class Grader:
         self._tool: str | None = None  # observer_tool(): 'tracer', 'ncu', or why neither runs
         self._tracer_library: Path | None = None
         self._key: tuple[str, str] | None = None  # (observer tool, baseline key): see _baseline_key
+        self._spare: _Spare | None = None  # see spawn
 
     @property
     def timeout_s(self) -> float:
@@ -298,54 +315,115 @@ class Grader:
         return not self.hardware.interpreter and self.config.measure
 
     # -- the warm worker (the fast path) ---------------------------------------------------------------------------
+    def spawn(self) -> None:
+        """Start this grader's first grading's processes before its seed is drawn: the warm worker, bound to a new
+        grading directory, and (where the observer runs here) the observed run ahead, bound to directories of its
+        own. Each imports torch and triton meanwhile and waits; `start_worker(seed)` then only has them prepare. The
+        env calls it for the next episode while the episode before is graded, so that a reset followed at once by a
+        submit does not wait for two Python processes to start. No candidate code runs in them before that grading;
+        `stop_worker` kills them."""
+        if self.keep_worker or self._spare is not None:
+            return
+        gdir = self._new_grading_dir()
+        self._seed_kernel_cache(gdir)
+        worker = GraderWorker(gdir, self._readonly(), self.config.sandbox, gpu=not self.hardware.interpreter,
+                              env=self._harness_env(gdir), one_run=True)
+        ahead = None
+        if self.observer_unavailable() is None:
+            source, results = self._observer_source(), self._observer_dir()
+            sandbox, argv = self._observer_command(source, source / BUILD_DIR if self.backend.BUILDS else None, 0,
+                                                   results, write_request=False)
+            ahead = self._popen_observed(sandbox, [*argv, "--wait-go", "--wait-request"], None, source, results)
+        self._spare = _Spare(gdir, worker, ahead)
+
     def start_worker(self, seed: int | None = None) -> None:
-        """Start a warm worker (see worker.py). With `seed`, also prepare the grading of that seed while the agent
-        works: the next `grade(workspace, seed)` then only imports and runs the candidate (harness.prepare: CUDA
-        start, inputs, the baseline's compilation and graphs; here: the reference outputs). The worker's sandbox
-        then binds only that grading's directory, which the candidate therefore cannot rename or replace.
+        """Start a warm worker (see worker.py), or take the one `spawn` started. With `seed`, also prepare the grading
+        of that seed while the agent works: the next `grade(workspace, seed)` then only imports and runs the candidate
+        (harness.prepare: CUDA start, inputs, the baseline's compilation and graphs; here: the reference outputs).
+        The worker's sandbox then binds only that grading's directory, which the candidate therefore cannot rename or
+        replace.
 
         Without `seed` the worker may write anywhere under `work_dir`: it serves only `keep_worker` gradings,
         which are of trusted code (the pristine original on unseen configs); `grade` uses it for nothing else."""
+        spare, self._spare = self._spare, None
         self.stop_worker()
         self._prepared = None
-        session = self._new_session(seed) if seed is not None else None
-        if session is not None:
+        if spare is not None and (seed is None or not spare.worker.alive()):
+            spare.stop()
+            spare = None
+        if seed is None:
+            self.worker = GraderWorker(self.work_dir, self._readonly(), self.config.sandbox,
+                                       gpu=not self.hardware.interpreter, env=self._harness_env(None),
+                                       one_run=not self.keep_worker)
+            return
+        if spare is not None:
+            session, self.worker = self._start_session(spare.gdir, seed), spare.worker
+        else:
+            session = self._new_session(seed)
             self._seed_kernel_cache(session.gdir)
-        self.worker = GraderWorker(session.gdir if session else self.work_dir, self._readonly(), self.config.sandbox,
-                                   gpu=not self.hardware.interpreter,
-                                   env=self._harness_env(session.gdir if session else None),
-                                   one_run=not self.keep_worker)
-        if session is not None:
-            self.worker.prepare(session.gdir / REQUEST)
-            self._prepared = session
-            if self.observer_unavailable() is None:
-                observed = self._observe_drawn[session.gdir] = _draw() < self.config.observe_fraction
-                self._ahead_token = token = object()
-                self._observer_thread = threading.Thread(target=self._prepare_observer, daemon=True,
-                                                         args=(session, observed, token))
-                self._observer_thread.start()
+            self.worker = GraderWorker(session.gdir, self._readonly(), self.config.sandbox,
+                                       gpu=not self.hardware.interpreter, env=self._harness_env(session.gdir),
+                                       one_run=not self.keep_worker)
+        self.worker.prepare(session.gdir / REQUEST)
+        self._prepared = session
+        spawned = spare.ahead if spare is not None else None
+        if self.observer_unavailable() is None:
+            observed = self._observe_drawn[session.gdir] = _draw() < self.config.observe_fraction
+            self._ahead_token = token = object()
+            self._observer_thread = threading.Thread(target=self._prepare_observer, daemon=True,
+                                                     args=(session, observed, token, spawned))
+            self._observer_thread.start()
+        elif spawned is not None:
+            kill_group(spawned.proc)
 
-    def _prepare_observer(self, session: GradingSession, observed: bool, token: object) -> None:
+    def _prepare_observer(self, session: GradingSession, observed: bool, token: object,
+                          spawned: "_ObservedRun | None" = None) -> None:
         """In the background, one profiler at a time (two profiling at once conflict; seen on the H200): observe the
-        baseline unless that is done, then start the candidate's observed run ahead where this grading is observed."""
+        baseline unless that is done, then start the candidate's observed run ahead where this grading is observed
+        (the one `spawn` started, given its request now, where it still runs)."""
         try:
             self.baseline_observation()
         except ObserverError:
             pass  # said in the grade, where it matters
         if not observed:
+            if spawned is not None:
+                kill_group(spawned.proc)
             return
-        run = self._start_observed_run(session.gdir, session.seed)
+        if spawned is not None and spawned.proc.poll() is None and self._give_request(spawned, session):
+            run = spawned
+        else:
+            if spawned is not None:
+                kill_group(spawned.proc)
+            run = self._start_observed_run(session.gdir, session.seed)
         with self._ahead_lock:
             if self._ahead_token is token:
                 self._observing = run
                 return
         kill_group(run.proc)  # the grading it was for was given up meanwhile
 
+    def _give_request(self, run: "_ObservedRun", session: GradingSession) -> bool:
+        """Write the observed request of `session`'s grading for the run `spawn` started, and let it read it.
+        Returns False where the run is gone (a fresh one is started instead)."""
+        build = run.source / BUILD_DIR if self.backend.BUILDS else None
+        write_new(run.results / REQUEST, json.dumps(self._observer_request(run.source, build, session.seed,
+                                                                           run.results).to_json()).encode())
+        run.gdir = session.gdir
+        try:
+            run.proc.stdin.write("request\n")
+            run.proc.stdin.flush()
+            return True
+        except OSError:
+            return False
+
     def stop_worker(self) -> None:
-        """Kill the warm worker, if any (and with it any grading it is running), and any observed run started ahead."""
+        """Kill the warm worker, if any (and with it any grading it is running), any observed run started ahead, and
+        the processes `spawn` started."""
         if self.worker is not None:
             self.worker.stop()
             self.worker = None
+        spare, self._spare = self._spare, None
+        if spare is not None:
+            spare.stop()
         self.stop_observer()
 
     def _wait_for_observer(self, timeout_s: float = 120.0) -> None:
@@ -791,15 +869,21 @@ class Grader:
         copy_public(self.task, source)
         return source
 
-    def _observer_command(self, directory: Path, build: Path | None, seed: int,
-                          results: Path) -> tuple[BubblewrapSandbox | UnsandboxedRunner, list[str]]:
+    def _observer_request(self, directory: Path, build: Path | None, seed: int, results: Path) -> Request:
+        """The request of an observed run of the code in `directory` (its build in `build`) writing to `results`."""
+        return dataclasses.replace(self._request(directory, seed, timed=False), mode="check", observe=True,
+                                   observer_tool=self.observer_tool(), results_directory=str(results),
+                                   build_directory=str(build) if build else None)
+
+    def _observer_command(self, directory: Path, build: Path | None, seed: int, results: Path,
+                          write_request: bool = True) -> tuple[BubblewrapSandbox | UnsandboxedRunner, list[str]]:
         """The sandbox and command line of an observed run of the code in `directory` (its build in `build`; both
-        bound read-only) whose only writable directory is `results`: the harness's check under the profiler."""
+        bound read-only) whose only writable directory is `results`: the harness's check under the profiler. The
+        request is written into `results` (`write_request`; else later, by `_give_request`)."""
         tool = self.observer_tool()
-        req = dataclasses.replace(self._request(directory, seed, timed=False), mode="check", observe=True,
-                                  observer_tool=tool, results_directory=str(results),
-                                  build_directory=str(build) if build else None)
-        write_new(results / REQUEST, json.dumps(req.to_json()).encode())
+        if write_request:
+            write_new(results / REQUEST, json.dumps(self._observer_request(directory, build, seed, results)
+                                                    .to_json()).encode())
         readonly = [*HARNESS_FILES, *self._readonly(), directory,
                     *([build] if build and not build.is_relative_to(directory) else [])]
         env = self._harness_env(results)
@@ -819,7 +903,11 @@ class Grader:
         source, results = self._observer_source(), self._observer_dir()
         sandbox, argv = self._observer_command(source, source / BUILD_DIR if self.backend.BUILDS else None, seed,
                                                results)
-        proc = sandbox.popen([*argv, "--wait-go"], limits=Limits(timeout_s=self.timeout_s))
+        return self._popen_observed(sandbox, [*argv, "--wait-go"], gdir, source, results)
+
+    def _popen_observed(self, sandbox, argv: list[str], gdir: Path | None, source: Path,
+                        results: Path) -> "_ObservedRun":
+        proc = sandbox.popen(argv, limits=Limits(timeout_s=24 * 3600 if gdir is None else self.timeout_s))
         output: collections.deque[str] = collections.deque(maxlen=400)
         threading.Thread(target=lambda: output.extend(proc.stdout), daemon=True).start()
         return _ObservedRun(proc, gdir, source, results, output)
@@ -1056,9 +1144,18 @@ class Grader:
     def _new_session(self, seed: int) -> GradingSession:
         """A fresh grading directory with the task's pristine public files and the harness request for `seed`; the
         references start computing now. The editable files are copied in at grading time."""
+        return self._start_session(self._new_grading_dir(), seed)
+
+    def _new_grading_dir(self) -> Path:
+        """A new owner-only grading directory under `work_dir` holding the task's pristine public files."""
         gdir = self.work_dir / f"grade-{time.strftime('%Y%m%d-%H%M%S')}-{uuid.uuid4().hex[:6]}"
         gdir.mkdir(parents=True, mode=0o700)  # owner-only: what the candidate leaves there is out of other users' reach
         copy_public(self.task, gdir)
+        return gdir
+
+    def _start_session(self, gdir: Path, seed: int) -> GradingSession:
+        """The session of grading `gdir` (made by `_new_grading_dir`) with `seed`: its request written, its
+        references computing from now."""
         timed = self._timed
         write_new(gdir / REQUEST, json.dumps(self._request(gdir, seed, timed).to_json()).encode())
         seen = self.configs == self.task.configs_for(self.hardware.interpreter)
@@ -1096,7 +1193,10 @@ class Grader:
         compiled."""
         if self.hardware.interpreter:
             return dict(self.backend.INTERPRETER_ENV or {})
+        # Each harness's CPU work (building inputs) is small beside its GPU work; without a cap, torch starts a
+        # thread per core in each of N envs' 2-3 processes, and 16 envs on 16 cores took 100 s a grading.
+        env = {"OMP_NUM_THREADS": str(HARNESS_CPU_THREADS)}
         cache_dir, cache_env = self.backend.KERNEL_CACHE_DIR, self.backend.KERNEL_CACHE_ENV
-        if directory is None or cache_dir is None or cache_env is None:
-            return {}
-        return {cache_env: str(directory / cache_dir)}
+        if directory is not None and cache_dir is not None and cache_env is not None:
+            env[cache_env] = str(directory / cache_dir)
+        return env

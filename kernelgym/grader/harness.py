@@ -817,13 +817,17 @@ def finish(req, state):
         _phase("time", t)
 
 
-def main(path, go_fd=None, ready_fd=None, stop_others=False, wait_go=False):
+def main(path, go_fd=None, ready_fd=None, stop_others=False, wait_go=False, wait_request=False):
     """Serve the request at `path`: `prepare`, then (after saying so on `ready_fd` and reading a line on `go_fd`,
-    when given; with `wait_go`, after reading ``go`` on stdin) `finish`.
+    when given; with `wait_go`, after reading ``go`` on stdin) `finish`. With `wait_request` (a process spawned
+    before its grading's seed was drawn: torch is imported meanwhile), first wait for ``request`` on stdin: the
+    request is written by then.
 
     Raises:
         protocol.ProtocolError: the request is malformed.
         RuntimeError: it could not be read, or its inputs not built (see `in_forked_child`)."""
+    if wait_request and not sys.stdin.readline().startswith("request"):
+        return  # the grading it was spawned for was given up
     t = time.monotonic()
     # The seed never enters this process, where the candidate runs later: a forked child reads the request, deletes
     # its file (the parent keeps its own copy) and builds every seeded input, and sends back the request without
@@ -1049,4 +1053,5 @@ if __name__ == "__main__":
     if sys.argv[1] == "--serve":
         serve("--kill-others" in sys.argv, "--one-run" in sys.argv)
     else:
-        main(sys.argv[1], stop_others="--kill-others" in sys.argv, wait_go="--wait-go" in sys.argv)
+        main(sys.argv[1], stop_others="--kill-others" in sys.argv, wait_go="--wait-go" in sys.argv,
+             wait_request="--wait-request" in sys.argv)

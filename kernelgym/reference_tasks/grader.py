@@ -261,6 +261,9 @@ class ReferenceGrader:
                             env=self.sandbox_env(self.hardware))
 
     # Nothing of this grader runs in the background: the folder's commands run at grading only.
+    def spawn(self) -> None:
+        """Does nothing: there is no warm worker (the folder's commands run at grading only)."""
+
     def start_worker(self, seed: int | None = None) -> None:
         """Does nothing: there is no warm worker (the folder's commands run at grading only)."""
 
