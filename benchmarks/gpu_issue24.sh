@@ -2,6 +2,8 @@
 # from the repository root, with `carry: [".whl", ".deb"]`:
 #     bash benchmarks/gpu_issue24.sh breakdown   # where a grading's time goes, 1, 8 and 16 envs (about 6 min)
 #     bash benchmarks/gpu_issue24.sh sweep       # gradings per hour, 1-16 envs, rmsnorm and matmul (about 9 min)
+#     bash benchmarks/gpu_issue24.sh all       # one call: rmsnorm at 1, 8 and 16 envs, matmul at 8, then the
+#                                               issue-25 learning loop (about 9 min)
 #     bash benchmarks/gpu_issue24.sh quality     # noise (rmsnorm against itself, 20 gradings), baselines 220 +- 1%
 # Copy $OUT into benchmarks/results/ with the machine and date.
 source benchmarks/gpu_setup.sh
@@ -10,13 +12,24 @@ mkdir -p "$OUT"
 tp() { timeout "$1" python3 benchmarks/throughput.py --task "$2" --envs "$3" --seconds "$4" --out "$OUT/$5" 2>&1 | grep -v "^\s*$" | cut -c1-600; }
 case "$1" in
 breakdown)
-    tp 100 triton-rmsnorm 1 45 breakdown_n1.json
-    tp 200 triton-rmsnorm 8 100 breakdown_n8.json
-    tp 220 triton-rmsnorm 16 100 breakdown_n16.json
+    tp 90 triton-rmsnorm 1 40 breakdown_n1.json
+    tp 170 triton-rmsnorm 8 90 breakdown_n8.json
+    tp 190 triton-rmsnorm 16 90 breakdown_n16.json
     ;;
 sweep)
     tp 330 triton-rmsnorm 1,4,8,16 60 sweep_rmsnorm.json
     tp 230 triton-matmul 8,16 80 sweep_matmul.json
+    ;;
+all)
+    tp 100 triton-rmsnorm 1 40 all_rmsnorm_n1.json
+    tp 120 triton-rmsnorm 8 60 all_rmsnorm_n8.json
+    tp 130 triton-rmsnorm 16 60 all_rmsnorm_n16.json
+    start=$(date +%s)
+    timeout 170 python3 examples/learning_loop.py --episodes 60 --max-seconds 150 --seed 1 \
+        --out "$OUT/learning_curve.png" --run-dir /tmp/kg-learn > "$OUT/learning_loop.log" 2>&1
+    echo "learning_loop.py: exit $?, $(( $(date +%s) - start )) s" | tee -a "$OUT/machine.txt"
+    tail -6 "$OUT/learning_loop.log"
+    tp 100 triton-matmul 8 50 all_matmul_n8.json
     ;;
 quality)
     timeout 300 python3 benchmarks/task_suite.py --only triton-rmsnorm --n 20 --observed 20 --fast-n 0 --no-unseen --budget-s 280 --out "$OUT/noise_rmsnorm.json" > "$OUT/noise_rmsnorm.log" 2>&1

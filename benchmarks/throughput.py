@@ -7,7 +7,8 @@ Each process makes one env (default GraderConfig: the observer as configured by 
 the reset and submit wall times (s) and the reward. The result per N: gradings, wall seconds, gradings per hour,
 first and later per-grading times, submit-to-reward median and p95, the GPU's busy fraction (nvidia-smi), the
 median of each grading phase (the grade's `phases_s`, and the checked and observed runs' own logged phases), and the
-rewards seen. On the CPU interpreter nothing is timed (rewards 120): there it checks the plumbing only.
+rewards seen; and, since each grading times the untouched baseline against itself, the noise: median and p95 of
+|speedup - 1|. On the CPU interpreter nothing is timed (rewards 120): there it checks the plumbing only.
 """
 from __future__ import annotations
 
@@ -47,6 +48,7 @@ def _grading_detail(env) -> dict:
         detail["observed_run_s"] = _log_phases(session.observer_log)
         detail["observer_ahead"] = session.observer_ahead
     if grade is not None:
+        detail["speedup"] = grade.speedup
         detail["checks"] = {k: v.split(":")[0] for k, v in grade.checks.items()}
     return detail
 
@@ -79,6 +81,12 @@ def _q(values: list[float], q: float) -> float | None:
         return None
     ordered = sorted(values)
     return round(ordered[min(len(ordered) - 1, int(q * len(ordered)))], 3)
+
+
+def _noise(speedups: list[float | None]) -> dict:
+    """The untouched baseline graded against itself: median and p95 of |speedup - 1| over the gradings that timed."""
+    dev = [abs(x - 1) for x in speedups if x is not None]
+    return {"timed_gradings": len(dev), "noise_median": _q(dev, 0.5), "noise_p95": _q(dev, 0.95)}
 
 
 def _medians(dicts: list[dict]) -> dict[str, float]:
@@ -135,7 +143,7 @@ def measure(task: str, n_envs: int, seconds: float, run_root: Path) -> dict:
             "first_grading_s": [round(x, 2) for x in firsts],
             "later_grading_s_median": round(statistics.median(later), 2) if later else None,
             "submit_s_median": _q(sub, 0.5), "submit_s_p95": _q(sub, 0.95),
-            "gpu_busy_fraction": busy, "phases_s_median": _medians([r["phases_s"] for r in later_rows]),
+            "gpu_busy_fraction": busy, **_noise([r.get("speedup") for r in rows]), "phases_s_median": _medians([r["phases_s"] for r in later_rows]),
             "checked_run_s_median": _medians([r.get("checked_run_s", {}) for r in later_rows]),
             "observed_run_s_median": _medians([r.get("observed_run_s", {}) for r in later_rows]),
             "observer_ahead": sorted({str(r.get("observer_ahead")).split(":")[0] for r in rows}),
