@@ -3,7 +3,7 @@ for a fixed time (the issue-24 measure: what an RL loop that grades every episod
 
     python benchmarks/throughput.py --task triton-rmsnorm --envs 1,8 --seconds 120 --out throughput.json
 
-Each process makes one env (default GraderConfig: the observer as configured by default) and records, per episode,
+Each process makes one env (with its share of the CPU cores as torch's threads: cores / N, as one runs N envs on a host) (default GraderConfig: the observer as configured by default) and records, per episode,
 the reset and submit wall times (s) and the reward. The result per N: gradings, wall seconds, gradings per hour,
 first and later per-grading times, submit-to-reward median and p95, the GPU's busy fraction (nvidia-smi), the
 median of each grading phase (the grade's `phases_s`, and the checked and observed runs' own logged phases), and the
@@ -53,9 +53,15 @@ def _grading_detail(env) -> dict:
     return detail
 
 
-def _worker(task: str, seconds: float, run_dir: str, queue) -> None:
+def _worker(task: str, seconds: float, run_dir: str, queue, threads: int) -> None:
+    import torch
+
     import kernelgym  # noqa: F401 - registers the envs
     from kernelgym.env import KernelArenaEnv
+
+    # As one runs N envs in N processes on one host: each process's CPU threads (the references, computed here on
+    # the CPU) are its share of the cores, not all of them.
+    torch.set_num_threads(threads)
 
     rows = []
     env = KernelArenaEnv(task, run_dir=run_dir, max_steps=2)
@@ -122,7 +128,8 @@ def measure(task: str, n_envs: int, seconds: float, run_root: Path) -> dict:
     queue = ctx.Queue()
     sampler = _GpuSampler()
     start = time.monotonic()
-    procs = [ctx.Process(target=_worker, args=(task, seconds, str(run_root / f"{task}-n{n_envs}-{i}"), queue))
+    procs = [ctx.Process(target=_worker, args=(task, seconds, str(run_root / f"{task}-n{n_envs}-{i}"), queue,
+                                                    max(1, (os.cpu_count() or 1) // n_envs)))
              for i in range(n_envs)]
     for p in procs:
         p.start()
