@@ -37,8 +37,28 @@ def test_the_group_is_removed_with_its_leftovers(small_box):
     import time
     parent = cgroups._PARENTS[0].get("pids") or cgroups._PARENTS[0]["v2"]
     before = set(os.listdir(parent))
-    small_box.run("(sleep 60 &); echo left")
+    small_box.run("(sleep 61.5 &); echo left")
+
+    def ours():
+        # New groups holding this run's leftover (`sleep 61.5`): groups that other tests' sandboxes make meanwhile
+        # (the suite runs in parallel) are not this run's.
+        found = set()
+        for d in set(os.listdir(parent)) - before:
+            if not d.startswith("kernelgym-"):
+                continue
+            try:
+                pids = open(os.path.join(parent, d, "cgroup.procs")).read().split()
+            except OSError:
+                continue  # removed meanwhile
+            for pid in pids:
+                try:
+                    if open(f"/proc/{pid}/cmdline", "rb").read().split(b"\0")[:2] == [b"sleep", b"61.5"]:
+                        found.add(d)
+                except OSError:
+                    pass
+        return found
+
     deadline = time.monotonic() + 5  # removal finishes in the background once the members are gone
-    while {d for d in set(os.listdir(parent)) - before if d.startswith("kernelgym-")} and time.monotonic() < deadline:
+    while ours() and time.monotonic() < deadline:
         time.sleep(0.05)
-    assert not {d for d in set(os.listdir(parent)) - before if d.startswith("kernelgym-")}
+    assert not ours()
