@@ -95,7 +95,9 @@ class KernelArenaEnv(gym.Env):
     workspace_cap_bytes: disk space the workspace may take (default 4 GiB); an action that leaves it above gets an
     error note in its observation (each file is also capped at 2 GiB while written). workspace_cap_files: files,
     directories and links the workspace may hold (default 100,000; an empty file costs an inode and no byte); past
-    it, the same error note.
+    it, the same error note. spawn_ahead: while an episode is graded, start the next episode's grading processes
+    (default True: a reset and an immediate submit then wait for no Python start); False for an env that serves one
+    episode and is closed (the trainer adapters make one per episode), where they would start only to be killed.
 
     Raises:
         UnknownTaskError: no task of that name, env id or folder (the message offers close matches).
@@ -114,7 +116,8 @@ class KernelArenaEnv(gym.Env):
                  sandbox: str = "bwrap", max_steps: int = 50, max_wall_s: float = 3600.0,
                  command_timeout_s: float = 300.0, grader: GraderConfig | None = None,
                  render_mode: str | None = None, tasks_dir: str | Path | list[str | Path] | None = None,
-                 workspace_cap_bytes: int = 4 << 30, workspace_cap_files: int = DEFAULT_WORKSPACE_CAP_FILES):
+                 workspace_cap_bytes: int = 4 << 30, workspace_cap_files: int = DEFAULT_WORKSPACE_CAP_FILES,
+                 spawn_ahead: bool = True):
         check_env_args(render_mode, max_steps)
         self.task = resolve_task(task, tasks_dir=tasks_dir)
         self.task_format = format_of(self.task)
@@ -128,6 +131,7 @@ class KernelArenaEnv(gym.Env):
         self.max_steps, self.max_wall_s, self.render_mode = max_steps, max_wall_s, render_mode
         self.command_limits = Limits(timeout_s=command_timeout_s)
         self.workspace_cap_bytes = workspace_cap_bytes
+        self.spawn_ahead = spawn_ahead
         self.workspace_cap_files = workspace_cap_files
         # The grader sandboxes the candidate as the env sandboxes commands.
         self.grader_config = self.task_format.grader_config(dataclasses.replace(grader or GraderConfig(),
@@ -188,7 +192,7 @@ class KernelArenaEnv(gym.Env):
         if terminated or truncated:
             why = ("submitted" if terminated else "the policy stopped without submitting; grading the current kernel"
                    if stopped else "budget spent (steps or wall-clock); grading the current kernel")
-            if self.grader_config.warm_worker:
+            if self.grader_config.warm_worker and self.spawn_ahead:
                 # The next episode's grader starts its processes now, while this one grades: a reset and an
                 # immediate submit then wait for neither Python process to start.
                 self._next_episode = self._new_episode()

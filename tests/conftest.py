@@ -26,6 +26,22 @@ def require_bwrap():
         pytest.fail("bubblewrap is required for the test suite: apt-get install bubblewrap (.ci/run does this)")
 
 
+@pytest.fixture(scope="module")
+def long_episode_env(tmp_path_factory):
+    """One triton-rmsnorm env for a whole test module, reset once, with steps enough for every test's actions
+    (100,000) and 10 s per command."""
+    import gymnasium as gym
+
+    import kernelgym  # noqa: F401 - registers the envs
+    if shutil.which("bwrap") is None:  # not a skip: the suite's sandbox claims must be shown
+        pytest.fail("bubblewrap is required for the test suite: apt-get install bubblewrap (.ci/run does this)")
+    e = gym.make("KernelArena/triton-rmsnorm-v0", run_dir=tmp_path_factory.mktemp("episode"), max_steps=100_000,
+                 command_timeout_s=10).unwrapped
+    e.reset(seed=0)
+    yield e
+    e.close()
+
+
 # -- the rmsnorm task on the CPU interpreter ----------------------------------------------------------------------
 @pytest.fixture
 def make_workspace(tmp_path):

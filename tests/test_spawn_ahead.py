@@ -39,3 +39,16 @@ def test_closing_before_the_next_reset_stops_the_spawned_processes(tmp_path, req
     worker.proc.wait(timeout=10)
     assert not worker.alive() and not episode_dir.exists()
     assert [p.name for p in (tmp_path / "run" / "episodes").iterdir()] == [env.episode_id]
+
+
+def test_an_adapters_env_serves_one_episode_and_spawns_nothing(tmp_path, require_bwrap):
+    """The trainer adapters make one env per episode (integrations/_common.make_env): processes spawned ahead would
+    only be killed at its close."""
+    from kernelgym.integrations._common import make_env
+    env = make_env("triton-rmsnorm", run_dir=tmp_path / "run", max_steps=3).unwrapped
+    try:
+        env.reset(seed=1)
+        _, reward, terminated, *_ = env.step({"kind": "submit"})
+        assert terminated and reward == 120.0 and env._next_episode is None
+    finally:
+        env.close()

@@ -76,10 +76,6 @@ def baseline_key(task_root: Path, hardware_id: str, configs: list[dict], sandbox
     return hashlib.sha256(json.dumps(parts, sort_keys=True, default=str).encode()).hexdigest()[:32]
 
 
-def _observation_to_json(obs: Observation) -> dict:
-    return asdict(obs)
-
-
 def _observation_from_json(data: dict) -> Observation:
     def kernels(rows: list) -> list[Kernel]:
         return [Kernel(str(k["name"]), float(k["duration_ns"])) for k in rows]
@@ -145,16 +141,12 @@ class GradingCache:
                 pass  # absent, stale or unreadable: made again
             obs = make()
             self._observations[key] = (now, obs)
-            self._write_json(path, {"made_at": now, "observation": _observation_to_json(obs)})
+            self._write_json(path, {"made_at": now, "observation": asdict(obs)})
             return obs
 
     def observed(self, key: str) -> bool:
         """Whether this process holds the observation of `key` (made or read)."""
         return key in self._observations
-
-    def forget_observations(self) -> None:
-        """Drop this process's observations (the disk's stay): for tests."""
-        self._observations.clear()
 
     # -- kernel caches -------------------------------------------------------------------------------------------
     def kernels(self, key: str, kind: str = "kernels") -> Path | None:

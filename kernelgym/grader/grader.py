@@ -326,15 +326,8 @@ class Grader:
             return
         gdir = self._new_grading_dir()
         self._seed_kernel_cache(gdir)
-        worker = GraderWorker(gdir, self._readonly(), self.config.sandbox, gpu=not self.hardware.interpreter,
-                              env=self._harness_env(gdir), one_run=True)
-        ahead = None
-        if self.observer_unavailable() is None:
-            source, results = self._observer_source(), self._observer_dir()
-            sandbox, argv = self._observer_command(source, source / BUILD_DIR if self.backend.BUILDS else None, 0,
-                                                   results, write_request=False)
-            ahead = self._popen_observed(sandbox, [*argv, "--wait-go", "--wait-request"], None, source, results)
-        self._spare = _Spare(gdir, worker, ahead)
+        ahead = self._start_observed_run(None, None) if self.observer_unavailable() is None else None
+        self._spare = _Spare(gdir, self._new_worker(gdir), ahead)
 
     def start_worker(self, seed: int | None = None) -> None:
         """Start a warm worker (see worker.py), or take the one `spawn` started. With `seed`, also prepare the grading
@@ -352,18 +345,14 @@ class Grader:
             spare.stop()
             spare = None
         if seed is None:
-            self.worker = GraderWorker(self.work_dir, self._readonly(), self.config.sandbox,
-                                       gpu=not self.hardware.interpreter, env=self._harness_env(None),
-                                       one_run=not self.keep_worker)
+            self.worker = self._new_worker(None)
             return
         if spare is not None:
             session, self.worker = self._start_session(spare.gdir, seed), spare.worker
         else:
             session = self._new_session(seed)
             self._seed_kernel_cache(session.gdir)
-            self.worker = GraderWorker(session.gdir, self._readonly(), self.config.sandbox,
-                                       gpu=not self.hardware.interpreter, env=self._harness_env(session.gdir),
-                                       one_run=not self.keep_worker)
+            self.worker = self._new_worker(session.gdir)
         self.worker.prepare(session.gdir / REQUEST)
         self._prepared = session
         spawned = spare.ahead if spare is not None else None
@@ -375,6 +364,13 @@ class Grader:
             self._observer_thread.start()
         elif spawned is not None:
             kill_group(spawned.proc)
+
+    def _new_worker(self, gdir: Path | None) -> GraderWorker:
+        """A warm worker whose sandbox binds the grading directory `gdir` (None: all of `work_dir`, for
+        `keep_worker` gradings of trusted code only)."""
+        return GraderWorker(gdir or self.work_dir, self._readonly(), self.config.sandbox,
+                            gpu=not self.hardware.interpreter, env=self._harness_env(gdir),
+                            one_run=not self.keep_worker)
 
     def _prepare_observer(self, session: GradingSession, observed: bool, token: object,
                           spawned: "_ObservedRun | None" = None) -> None:
@@ -896,18 +892,17 @@ class Grader:
         sandbox = make_sandbox(self.config.sandbox, results, readonly=readonly, gpu=True, env=env)
         return sandbox, argv
 
-    def _start_observed_run(self, gdir: Path, seed: int) -> "_ObservedRun":
+    def _start_observed_run(self, gdir: Path | None, seed: int | None) -> "_ObservedRun":
         """Start the candidate's observed run ahead, while the agent works: the profiler and the harness start, CUDA
         and the inputs are prepared, then it waits for ``go`` (sent by `_observed_run` once the candidate's sources
-        are copied into its own read-only directory, beside the task's pristine public files)."""
+        are copied into its own read-only directory, beside the task's pristine public files). With `seed` None
+        (`spawn`: the grading is not drawn yet) it waits for its request first (`_give_request`)."""
         source, results = self._observer_source(), self._observer_dir()
-        sandbox, argv = self._observer_command(source, source / BUILD_DIR if self.backend.BUILDS else None, seed,
-                                               results)
-        return self._popen_observed(sandbox, [*argv, "--wait-go"], gdir, source, results)
-
-    def _popen_observed(self, sandbox, argv: list[str], gdir: Path | None, source: Path,
-                        results: Path) -> "_ObservedRun":
-        proc = sandbox.popen(argv, limits=Limits(timeout_s=24 * 3600 if gdir is None else self.timeout_s))
+        sandbox, argv = self._observer_command(source, source / BUILD_DIR if self.backend.BUILDS else None, seed or 0,
+                                               results, write_request=seed is not None)
+        argv += ["--wait-go"] if seed is not None else ["--wait-go", "--wait-request"]
+        # A spawned run may wait for its grading as long as the episode before takes; `_wait_observed` bounds its run.
+        proc = sandbox.popen(argv, limits=Limits(timeout_s=self.timeout_s if seed is not None else 24 * 3600))
         output: collections.deque[str] = collections.deque(maxlen=400)
         threading.Thread(target=lambda: output.extend(proc.stdout), daemon=True).start()
         return _ObservedRun(proc, gdir, source, results, output)

@@ -23,7 +23,8 @@ def make_env(task: str, **env_kwargs: Any) -> gym.Env:
     import kernelgym  # registers the KernelArena/* ids
 
     env_id = task if task in gym.registry else kernelgym.get_task(task).env_id
-    return gym.make(env_id, **env_kwargs)
+    # Each adapter makes one env per episode and closes it: no next episode's processes to start ahead.
+    return gym.make(env_id, **{"spawn_ahead": False, **env_kwargs})
 
 
 def grade_metrics(grade: dict[str, Any] | None) -> dict[str, Any]:
