@@ -1189,7 +1189,7 @@ class Grader:
         if self.hardware.interpreter:
             return dict(self.backend.INTERPRETER_ENV or {})
         # Each harness's CPU work (building inputs) is small beside its GPU work; without a cap, torch starts a
-        # thread per core in each of N envs' 2-3 processes, and 16 envs on 16 cores took 100 s a grading.
+        # thread per core in each of N envs' 2-3 processes, which oversubscribes the host's cores N-fold.
         env = {"OMP_NUM_THREADS": str(HARNESS_CPU_THREADS)}
         cache_dir, cache_env = self.backend.KERNEL_CACHE_DIR, self.backend.KERNEL_CACHE_ENV
         if directory is not None and cache_dir is not None and cache_env is not None:
