@@ -470,10 +470,11 @@ class Grader:
         phases = {"copy_and_static_check": time.monotonic() - start}
         waited = time.monotonic()
         self._wait_for_observer()  # no profiling may overlap the timed runs (ncu flushes the caches per kernel)
-        phases["wait_for_observer"] = time.monotonic() - waited
+        ran = time.monotonic()
+        phases["wait_for_observer"] = ran - waited
         check, timed = self._run_candidate(session, problems)
         harness_done = time.monotonic()
-        phases["harness"] = harness_done - waited - phases["wait_for_observer"]
+        phases["harness"] = harness_done - ran
         if session.prepare_wait_s is not None:
             phases["harness_prepare_wait"] = session.prepare_wait_s
         checks = self._checks_planned(provenance or static.compile_problems)
