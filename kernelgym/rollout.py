@@ -7,6 +7,7 @@ from typing import Any, Callable
 import gymnasium as gym
 
 from kernelgym.agent_tools import redact
+from kernelgym.grader.outcome import INFRA_FAULT, POLICY_ERROR
 from kernelgym.policy import Policy
 from kernelgym.usage import StepUsage, episode_totals
 
@@ -36,7 +37,7 @@ def _policy_error(e: BaseException) -> str:
 def rollout(env: gym.Env, policy: Policy, seed: int | None = None,
             on_step: Callable[[int, dict, dict], None] | None = None) -> dict[str, Any]:
     """Run one episode; return ``{"reward", "terminated", "truncated", "steps", "wall_s", "grade", "unseen",
-    "policy_error", "usage"}`` (``unseen`` is `UnseenConfigEval`'s result when the env is wrapped in it, else None;
+    "policy_error", "usage", "outcome"}`` (``outcome`` is `episode_outcome`'s; ``unseen`` is `UnseenConfigEval`'s result when the env is wrapped in it, else None;
     ``usage`` is kernelgym.usage.episode_totals: tokens, cost_usd, API calls and retries summed over the steps,
     None where the policy reports none, and ``policy_wall_s``, the seconds spent in act()).
 
@@ -93,4 +94,14 @@ def rollout(env: gym.Env, policy: Policy, seed: int | None = None,
             close()
     return {"reward": float(reward), "terminated": terminated, "truncated": truncated, "steps": steps,
             "wall_s": time.monotonic() - start, "grade": info.get("grade", {}), "unseen": info.get("unseen"),
-            "policy_error": error, "usage": episode_totals(usages, policy_wall_s)}
+            "policy_error": error, "usage": episode_totals(usages, policy_wall_s),
+            "outcome": episode_outcome(info.get("grade", {}), error)}
+
+
+def episode_outcome(grade: dict, policy_error: str | None) -> str:
+    """The episode's one outcome (`kernelgym.grader.outcome.OUTCOMES`): ``policy_error`` where the policy raised or
+    gave up (the grade's own outcome stays in ``grade["outcome"]``), else the grade's; ``infra_fault`` for an
+    episode that ended with no grade (the env failed before grading)."""
+    if policy_error is not None:
+        return POLICY_ERROR
+    return grade.get("outcome") or INFRA_FAULT

@@ -40,6 +40,8 @@ from kernelgym.grader.files import (MAX_EDITABLE_BYTES, copy_candidate, copy_edi
 from kernelgym.grader.static_check import StaticCheck, run_static_check
 from kernelgym.grader.observer import (Observation, ObserverError, cross_check, find_ncu, foreign_kernels, ncu_argv,
                                        parse_report, split)
+from kernelgym.grader import outcome
+from kernelgym.grader.outcome import FAULT_INFRA, FAULT_TIMEOUT
 from kernelgym.grader.protocol import (CHECK_RESULT, HARNESS_LOG, IMPORTED_MARKER, OBSERVED_FINISHED_MARKER,
                                        OBSERVED_PREFIX, OUTPUTS,
                                        PREPARED_MARKER, REQUEST, TIME_RESULT, CheckResult, OutputSlot, Request,
@@ -209,6 +211,8 @@ class Grade:
     ``harness`` (the candidate's process: import, check, timing; of which ``harness_prepare_wait``, with a warm
     worker, waited for its prepared child), ``compare`` (the parent's checks of its outputs against the reference)
     and, where it ran, ``observer`` (the observed run)."""
+    outcome: str = ""
+    """The grading's one typed outcome, a key of `outcome.OUTCOMES` (decided by `outcome.decide`)."""
     checks: dict[str, str] = field(default_factory=dict)
     """Which provenance checks ran on this grading and how they ended: ``static_check``, ``launch_counter``,
     ``observer`` and ``speedup_cross_check``, each ``passed``, ``failed``, or why it did not run."""
@@ -523,7 +527,10 @@ class Grader:
         return Grade(task=self.task.env_id, hardware=self.hardware.id, interpreter=self.hardware.interpreter,
                      stages=[compile_stage, correct_stage, perf_stage], configs=rows, speedup=mean,
                      speedup_geomean=geo, score=score, elapsed_s=time.monotonic() - start, phases_s=phases,
-                     checks=checks)
+                     checks=checks,
+                     outcome=outcome.decide(compiled=compile_stage.passed, correct=correct_stage.passed,
+                                            performance=perf_stage.passed, configs=rows, checks=checks,
+                                            fault=session.fault))
 
     def compile(self, problems: list[str], check: CheckResult, session: GradingSession) -> Stage:
         """Compile gate: the files are in place, the sources build (compiled languages), the module imports, and
@@ -1096,7 +1103,8 @@ class Grader:
                 output = None  # the preparation failed before any candidate code ran: a fresh process grades
             # Otherwise the result stands, whatever it is: a candidate that killed the worker or deleted its log
             # gets no second run (and no second chance at the grading directory's request).
-        if output is None:
+        fresh = output is None
+        if fresh:
             # The parent's own copy, never read back from the grading directory: the harness deletes the file once it
             # has prepared (the seed is not the candidate's).
             (gdir / REQUEST).unlink(missing_ok=True)
@@ -1109,6 +1117,7 @@ class Grader:
                               limits=Limits(timeout_s=self.timeout_s, max_output_bytes=8000))
             timed_out, output, code = run.timed_out, run.output, run.returncode
         if timed_out:
+            self.session.fault = FAULT_TIMEOUT
             return {"stage": "check", "ok": False, "configs": [],
                     "error": f"the candidate ran past the {self.timeout_s:.0f} s limit and was killed"}, None
         try:
@@ -1116,6 +1125,10 @@ class Grader:
         except UntrustedFileError:
             # Died with no result: before the import finished it is a compile failure, after it a runtime one.
             stage = "compile" if IMPORTED_MARKER not in output else "check"
+            if fresh and PREPARED_MARKER not in output:
+                # The trusted pipe's head holds the harness's first lines: without the marker, no candidate code ran
+                # (the sandbox did not start, CUDA or the inputs failed): the machine's fault, not the kernel's.
+                self.session.fault = FAULT_INFRA
             return {"stage": stage, "ok": False, "configs": [],
                     "error": f"the candidate process died (exit code {code}):\n{output[-3000:]}"}, None
         try:

@@ -54,6 +54,8 @@ class GradingSession:
     observed_dirs: list[Path] = field(default_factory=list)
     """The observed run's directories, removed once the grade is read."""
     prepare_wait_s: float | None = None
+    fault: str | None = None
+    """What went wrong outside the kernel's gates (`outcome.FAULT_INFRA`, `outcome.FAULT_TIMEOUT`), else None."""
     """How long the warm worker's run waited for its prepared child to be ready, s (None: no warm worker)."""
     _memo: dict = field(default_factory=dict)
     _files: dict = field(default_factory=dict)

@@ -29,7 +29,7 @@ from typing import Any
 
 from kernelgym.backends import get_backend
 from kernelgym.grader.files import tree_usage
-from kernelgym.grader import Grade, GraderConfig
+from kernelgym.grader import Grade, GraderConfig, outcome
 from kernelgym.grader.grader import NOT_MEASURED_ON_INTERPRETER, Stage
 from kernelgym.grader.files import copy_editable, remove_tree, write_new
 from kernelgym.grader.score import arena_score
@@ -332,7 +332,9 @@ class ReferenceGrader:
         return Grade(task=self.task.env_id, hardware=self.hardware.id, interpreter=self.hardware.interpreter,
                      stages=[compile_stage, correct_stage, perf_stage], configs=rows, speedup=mean,
                      speedup_geomean=geo, score=score, elapsed_s=time.monotonic() - start, phases_s=phases,
-                     checks=checks)
+                     checks=checks,
+                     outcome=outcome.decide(compiled=compile_stage.passed, correct=correct_stage.passed,
+                                            performance=perf_stage.passed, configs=rows, checks=checks, fault=None))
 
     def measure_performance(self, gdir: Path, sandbox) -> tuple[Stage, list[dict], list[float] | None]:
         """The performance stage: the candidate's and the baseline's performance commands in alternating rounds.
