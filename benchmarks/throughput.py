@@ -122,11 +122,30 @@ class _GpuSampler:
         return round(statistics.fmean(samples) / 100, 3) if samples else None
 
 
+def _cpu_ticks() -> tuple[int, int] | None:
+    """(busy, total) jiffies of all the host's cores since boot, from /proc/stat; None where it is absent."""
+    try:
+        fields = [int(x) for x in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
+    except (OSError, ValueError):
+        return None
+    idle = fields[3] + (fields[4] if len(fields) > 4 else 0)  # idle + iowait
+    return sum(fields) - idle, sum(fields)
+
+
+def _cpu_busy(before: tuple[int, int] | None) -> float | None:
+    """The host's CPU busy fraction (all cores) since `before` (`_cpu_ticks`): near 1, the gradings wait on the CPU."""
+    after = _cpu_ticks()
+    if before is None or after is None or after[1] == before[1]:
+        return None
+    return round((after[0] - before[0]) / (after[1] - before[1]), 3)
+
+
 def measure(task: str, n_envs: int, seconds: float, run_root: Path) -> dict:
     """N envs in N processes for `seconds`; gradings that finished in the window count."""
     ctx = mp.get_context("spawn")
     queue = ctx.Queue()
     sampler = _GpuSampler()
+    cpu_before = _cpu_ticks()
     start = time.monotonic()
     procs = [ctx.Process(target=_worker, args=(task, seconds, str(run_root / f"{task}-n{n_envs}-{i}"), queue,
                                                     max(1, (os.cpu_count() or 1) // n_envs)))
@@ -138,6 +157,7 @@ def measure(task: str, n_envs: int, seconds: float, run_root: Path) -> dict:
         p.join()
     wall_s = time.monotonic() - start
     busy = sampler.stop()
+    cpu_busy = _cpu_busy(cpu_before)
     rows = [r for env_rows in per_env for r in env_rows if "error" not in r]
     errors = [r["error"] for env_rows in per_env for r in env_rows if "error" in r]
     firsts = [env_rows[0]["reset_s"] + env_rows[0]["submit_s"] for env_rows in per_env
@@ -150,7 +170,7 @@ def measure(task: str, n_envs: int, seconds: float, run_root: Path) -> dict:
             "first_grading_s": [round(x, 2) for x in firsts],
             "later_grading_s_median": round(statistics.median(later), 2) if later else None,
             "submit_s_median": _q(sub, 0.5), "submit_s_p95": _q(sub, 0.95),
-            "gpu_busy_fraction": busy, **_noise([r.get("speedup") for r in rows]), "phases_s_median": _medians([r["phases_s"] for r in later_rows]),
+            "gpu_busy_fraction": busy, "cpu_busy_fraction": cpu_busy, **_noise([r.get("speedup") for r in rows]), "phases_s_median": _medians([r["phases_s"] for r in later_rows]),
             "checked_run_s_median": _medians([r.get("checked_run_s", {}) for r in later_rows]),
             "observed_run_s_median": _medians([r.get("observed_run_s", {}) for r in later_rows]),
             "observer_ahead": sorted({str(r.get("observer_ahead")).split(":")[0] for r in rows}),

@@ -145,3 +145,11 @@ def test_the_threat_model_lists_every_defence_and_no_other():
     unknown = sorted(set(listed) - {d.name for d in DEFENCES})
     assert not unknown, f"docs/THREAT_MODEL.md lists defences that {WHERE} does not have: {unknown}"
     assert len(listed) == len(set(listed)), "docs/THREAT_MODEL.md lists a defence twice"
+
+
+def test_the_threat_models_rows_are_generated_from_the_registry():
+    text = THREAT_MODEL.read_text()
+    rendered = registry.render_threat_model(text)
+    stale = [line for line, new in zip(text.splitlines(), rendered.splitlines()) if line != new]
+    assert not stale, (f"docs/THREAT_MODEL.md's rows differ from {WHERE} ({len(stale)} rows, first: {stale[0][:160]}); "
+                       "run `python kernelgym/grader/defences.py docs/THREAT_MODEL.md`")

@@ -102,7 +102,7 @@ def test_a_broken_toolchain_is_an_observer_error(tmp_path, monkeypatch):
 
 
 def test_the_grader_falls_back_to_ncu_and_says_why_neither_runs(tmp_path, monkeypatch):
-    from kernelgym.grader import grader as grader_module
+    from kernelgym.grader import observing as grader_module
     monkeypatch.setattr(tracer, "build", lambda: (_ for _ in ()).throw(ObserverError("no CUPTI here")))
     g = Grader(get_task("triton-rmsnorm"), detect_profile(), tmp_path / "g", GraderConfig(sandbox="none"))
     monkeypatch.setattr(grader_module, "find_ncu", lambda: "/usr/bin/ncu")
@@ -177,7 +177,7 @@ def test_the_grader_reads_either_tools_observation(tmp_path, tool, report, name)
 
 
 def test_a_tracer_that_fails_on_the_baseline_gives_way_to_ncu(tmp_path, monkeypatch):
-    from kernelgym.grader import grader as grader_module
+    from kernelgym.grader import observing as grader_module
     from kernelgym.grader.observer import Observation
     from kernelgym.hardware import all_profiles
     g = Grader(get_task("triton-rmsnorm"), all_profiles()["h200"], tmp_path / "g", GraderConfig(sandbox="none"))

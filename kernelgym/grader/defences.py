@@ -14,7 +14,9 @@ To add a defence:
    fail without the defence.
 2. Add a `Defence` below, in the group it belongs to. ``attack_test`` names that file; several defences share one
    file only where they block the same attack.
-3. Add its row to the table in ``docs/THREAT_MODEL.md``.
+3. Add a row for it (its name in backticks, then anything) to the right table in ``docs/THREAT_MODEL.md`` and run
+   ``python kernelgym/grader/defences.py docs/THREAT_MODEL.md``, which writes every defence's row from this registry
+   (`render_threat_model`).
 
 ``tests/test_defences.py`` fails until all three agree: every entry has an attack file with a test function, whose
 module docstring names it; every attack file is named by an entry; every ``lives_in`` resolves; and the threat
@@ -27,6 +29,7 @@ CUDA fixtures of ``tests/conftest.py`` where one can show the defence.
 """
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 
@@ -273,7 +276,7 @@ DEFENCES: tuple[Defence, ...] = (
             "in its place, so the parent reads and writes elsewhere",
             "the prepared worker's sandbox binds only that grading directory, a mount point the candidate cannot "
             "rename or replace",
-            "kernelgym.grader.grader:Grader.start_worker", _a("swap_grading_dir"), "ci"),
+            "kernelgym.grader.preparing:Preparing.start_worker", _a("swap_grading_dir"), "ci"),
     Defence("outputs_reread_when_replaced", "the candidate writing outputs.pt itself, with the right answers, before "
             "the harness writes its own (wrong) one, so the early comparison grades the forgery",
             "the final comparison, made when no candidate code runs, checks each file's identity (inode, size, "
@@ -284,20 +287,20 @@ DEFENCES: tuple[Defence, ...] = (
     Defence("candidate_in_own_process", "a crash or an out-of-bounds write in the kernel taking the env down",
             "the candidate runs in a sandboxed process of its own; a dead process is a failed stage (compile before "
             "its import finished, correctness after)",
-            "kernelgym.grader.grader:Grader._run_harness", _a("crash_the_harness"), "ci"),
+            "kernelgym.grader.runner:read_results", _a("crash_the_harness"), "ci"),
     Defence("harness_timeout", "a kernel that never returns, hanging the grading",
             "the harness process runs under GraderConfig.timeout_s and its whole process group is killed at the "
             "limit; the grade says so",
-            "kernelgym.grader.grader:Grader._run_harness", _a("hang_forever"), "ci"),
+            "kernelgym.grader.runner:FreshRunner.run", _a("hang_forever"), "ci"),
     Defence("correctness_in_trusted_parent", "patching allclose, the comparison or the reference in the candidate's "
             "process to pass a wrong output",
             "the harness only saves outputs; the parent compares them with a reference it computed itself from the "
             "pristine task, so nothing the candidate patches takes part in the decision",
-            "kernelgym.grader.grader:Grader.check_correctness", _a("patch_the_checker"), "ci"),
+            "kernelgym.grader.gates:correctness_gate", _a("patch_the_checker"), "ci"),
     Defence("every_config_every_element", "computing only part of the output, or only on some shapes",
             "every element of every seen config's output is compared with the reference, and a config that fails "
             "fails the gate; unseen configs (UnseenConfigEval) test shapes the agent never saw",
-            "kernelgym.grader.grader:Grader.check_correctness", _a("partial_output"), "ci"),
+            "kernelgym.grader.gates:correctness_gate", _a("partial_output"), "ci"),
 
     # -- the warm worker and its reply ---------------------------------------------------------------------------------
     Defence("worker_reply_token", "the candidate writing a forged reply ('done', 'unprepared') into the worker's "
@@ -553,7 +556,7 @@ DEFENCES: tuple[Defence, ...] = (
             "the env runs no command of the agent's (shell, profile, bench) until the baseline's observation is done "
             "(Grader.wait_for_baseline); file actions run no code and do not wait. Observing the baseline at grading "
             "instead would cost its run in the first grading's submit-to-reward",
-            "kernelgym.grader.grader:Grader.wait_for_baseline", _a("gpu_work_while_baseline_observed"), "ci"),
+            "kernelgym.grader.observing:Observing.wait_for_baseline", _a("gpu_work_while_baseline_observed"), "ci"),
     Defence("library_names_not_own", "naming a kernel of one's own like the library kernel one really calls, so the "
             "library's kernel passes as the candidate's",
             "own means defined in the sources, at file scope, and not named as vendor libraries name theirs "
@@ -563,7 +566,7 @@ DEFENCES: tuple[Defence, ...] = (
             "check, so the observed run imports an honest kernel",
             "the observed run imports the editable files as read before any candidate code ran, from a directory of "
             "its own that no candidate sandbox binds writable",
-            "kernelgym.grader.grader:Grader._observed_run", _a("rewrite_sources_before_observed_run"), "ci"),
+            "kernelgym.grader.observing:Observing._observed_run", _a("rewrite_sources_before_observed_run"), "ci"),
 
     Defence("host_access_refused_in_source", "telling the observed run from the checked one (the file's path, the "
             "profiler's variables, the process's mapped libraries) to be honest only while observed; writing into "
@@ -583,7 +586,7 @@ DEFENCES: tuple[Defence, ...] = (
             "directory's Triton cache so that later gradings, seeded from it, time a slower baseline",
             "the cache later gradings are seeded from is copied once, after the worker prepared a grading and before "
             "the go that lets candidate code run; later writes reach only the candidate's own grading",
-            "kernelgym.grader.grader:Grader._keep_kernel_cache", _a("poisoned_baseline_kernel_cache"), "ci"),
+            "kernelgym.grader.observing:Observing._keep_kernel_cache", _a("poisoned_baseline_kernel_cache"), "ci"),
     Defence("warmup_on_other_values", "doing the work in the observed warm-up call and returning it, cached by value, "
             "from a checked call that launches only a token kernel (tiny observed time: any forged speedup passes)",
             "the warm-up calls (where JIT compilation and autotuning happen) get inputs of the same shapes from "
@@ -635,7 +638,7 @@ DEFENCES: tuple[Defence, ...] = (
             "checked call",
             "after timing, one more call made the way the timed ones were, on fresh verification inputs with a "
             "poisoned output, is compared with the reference by the parent",
-            "kernelgym.grader.grader:Grader.measure_performance", _a("cheap_while_timed"), "ci"),
+            "kernelgym.grader.gates:performance_gate", _a("cheap_while_timed"), "ci"),
     Defence("fresh_inputs_every_run", "caching the output keyed by input pointer (the static buffers never move) "
             "and returning it on repeat calls",
             "before every timed run the next of GraderConfig.input_sets value sets is copied into the buffers, never "
@@ -673,7 +676,7 @@ DEFENCES: tuple[Defence, ...] = (
             "or a forged result)",
             "achieved bandwidth and FLOP rate (by dtype) are computed from the task's roofline formulas; above the "
             "profile's peak the grading earns no speedup",
-            "kernelgym.grader.grader:Grader._above_peak", _a("faster_than_peak"), "ci"),
+            "kernelgym.grader.gates:above_peak", _a("faster_than_peak"), "ci"),
     # -- unseen-config evaluation (kernelgym/unseen/, wrappers/unseen.py) -------------------------------------------
     Defence("unseen_coverage_reported", "a kernel right only where the unseen evaluation runs (zeros above the CPU "
             "interpreter's 2^18 elements, or for a dtype it does not run) claimed both_pass there, its reward kept "
@@ -692,3 +695,34 @@ DEFENCES: tuple[Defence, ...] = (
             "run's own episodes/<id>/",
             "kernelgym.discovery:EPISODE_RECORD", _a("task_planted_in_a_workspace"), "ci"),
 )
+
+
+# -- docs/THREAT_MODEL.md's tables, generated from the registry -------------------------------------------------------
+_ROW = re.compile(r"^\|\s*`([a-z][a-z0-9_]*)`\s*\|.*$", re.M)
+_TWIN = re.compile(r"GPU twin: benchmarks/attacks\.py (\w+)")
+
+
+def threat_model_row(d: Defence) -> str:
+    """`d`'s row in docs/THREAT_MODEL.md's tables: name, what it blocks, where it lives, its attack test, where it
+    runs (with its GPU twin in benchmarks/attacks.py, where its rationale names one)."""
+    test = (f"[`{d.attack_test.rsplit('/', 1)[-1]}`](../{d.attack_test})" if d.attack_test.startswith("tests/")
+            else f"`{d.attack_test}`")
+    twin = _TWIN.search(d.rationale)
+    runs_on = d.runs_on + (f" (GPU twin: `benchmarks/attacks.py` {twin.group(1)})" if twin else "")
+    return f"| `{d.name}` | {d.blocks} | `{d.lives_in}` | {test} | {runs_on} |"
+
+
+def render_threat_model(text: str) -> str:
+    """`text` (docs/THREAT_MODEL.md) with every defence's table row rewritten from the registry; rows of other
+    tables (names not in `DEFENCES`) are left as they are. tests/test_defences.py fails where the file differs from
+    its rendering; ``python kernelgym/grader/defences.py docs/THREAT_MODEL.md`` rewrites it."""
+    by_name = {d.name: d for d in DEFENCES}
+    return _ROW.sub(lambda m: threat_model_row(by_name[m.group(1)]) if m.group(1) in by_name else m.group(0), text)
+
+
+if __name__ == "__main__":
+    import pathlib
+    import sys
+
+    path = pathlib.Path(sys.argv[1])
+    path.write_text(render_threat_model(path.read_text()))

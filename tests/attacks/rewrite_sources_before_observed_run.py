@@ -12,7 +12,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from kernelgym.grader import grader as grader_module
+from kernelgym.grader import observing as grader_module
 from kernelgym.grader.protocol import OBSERVED_PREFIX, OUTPUTS
 
 

@@ -14,7 +14,7 @@ TASK = get_task("triton-rmsnorm")
 
 def test_input_builder_is_loaded_from_the_pristine_copy(tmp_path, require_bwrap, monkeypatch, make_workspace):
     # A grading directory whose reference.py makes other inputs: the harness must not use it.
-    import kernelgym.grader.grader as grader_module
+    import kernelgym.grader.preparing as grader_module
     real = grader_module.copy_public
 
     def tampered(task, dest):

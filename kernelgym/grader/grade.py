@@ -1,0 +1,142 @@
+"""What a grading is asked to do and what it gives back: `GraderConfig` (how grading runs), `Stage` (one gate) and
+`Grade` (the whole grade, `info["grade"]`). Plain data; the gates that fill them are in gates.py, their composition in
+grader.py's `Grader.grade`."""
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+NOT_MEASURED_ON_INTERPRETER = "not measured on the CPU interpreter (Triton interpreter timings mean nothing)"
+
+
+@dataclass
+class GraderConfig:
+    """How grading runs. Defaults follow the arena protocol (10 warm-up, 100 timed runs)."""
+
+    warmup: int = 10
+    """Untimed calls before timing, per config."""
+    reps: int = 100
+    """Timed calls per kernel and config; their interquartile mean is reported (timing_stats.py)."""
+    rounds: int = 10
+    """Rounds in which baseline and candidate alternate; the spread of per-round speedups is the noise band."""
+    input_sets: int = 4
+    """Distinct input value sets copied in before each timed run, in turn."""
+    timeout_s: float | None = None
+    """Limit for one harness process (check and time, or the observed run), s. None: derived from the task
+    (`Grader.timeout_s`: a compile budget plus a budget per config, at least `TIMEOUT_FLOOR_S`), so a hung kernel
+    fails within minutes, not a fixed quarter of an hour."""
+    sandbox: str = "bwrap"
+    """Sandbox backend for the candidate: 'bwrap' or 'none' (explicit opt-out)."""
+    measure: bool = True
+    """Run the performance stage (False: correctness only, e.g. the original kernel on unseen configs)."""
+    warm_worker: bool = True
+    """Start a warm grading worker at reset and prepare the episode's grading in it while the agent works (CUDA
+    start, inputs, the baseline's graphs, the references; see worker.py): submit-to-reward then pays only for
+    running the candidate. False: each grading starts a fresh sandboxed process."""
+    static_check: bool = True
+    """Refuse candidates whose Python computes with PyTorch on the entry point's path, or imports the reference
+    (provenance.py): a config counts only where the candidate's own kernels did the work."""
+    static_check_timeout_s: float = 60.0
+    """Wall-clock limit of the static check's sandboxed process, s (a 4 MiB file, the editable-file cap, takes about
+    10 s on 2 cores: benchmarks/results/README.md); past it the submission fails compile, saying so."""
+    dynamic_check: bool = True
+    """Where no outside observer runs (the CPU interpreter, AMD GPUs, `observer` 'off'): the harness records every
+    PyTorch operator each checked call runs, in a dispatch mode of its own, and fails a config where one computes
+    (anything but allocation, views, copies and fills, `protocol.ALLOWED_TORCH_OPS`, and the task's
+    `allowed_torch_ops`). Where the observer runs, its kernel list does this job."""
+    early_compare: bool = True
+    """Compare the candidate's outputs with the references as the harness writes them, while it still runs (the
+    verdicts are the same: every file is checked again once no candidate code runs; tests/test_fast_path.py)."""
+    observer: str = "auto"
+    """The outside observer (observer.py): the check runs once more under a kernel tracer or profiler that lists every
+    kernel of each checked call; a kernel that is not the candidate's own fails that config, and a speedup the
+    kernels' device times do not support earns nothing. 'auto': on NVIDIA GPUs where a tool is found (the grade says
+    when none was); 'required': a grading it cannot observe fails; 'off'."""
+    observer_tool: str = "auto"
+    """What observes: 'tracer' (the CUPTI kernel tracer, tracer.py: a few microseconds per kernel; needs a C++
+    compiler and CUPTI), 'ncu' (Nsight Compute: profiles one kernel at a time, about 70-100 ms each on the H200), or
+    'auto' (the tracer where it builds, else ncu)."""
+    observe_fraction: float = 1.0
+    """Fraction of gradings observed, drawn at random per grading (below 1 for RL throughput: the observed run costs
+    a fresh process); each grade's ``checks`` says whether its grading was observed."""
+    observer_margin: float = 0.25
+    """How far (a fraction) a measured speedup more than `observer.NOISE` above 1 may exceed the profiler's ratio of
+    device times."""
+    grading_dir_cap_bytes: int = 16 << 30
+    """Disk space a grading directory may take: the candidate's process writes there (its outputs, for big tasks a
+    few GB). Checked once the harness is done, not a quota: a grade whose directory took more says so in its
+    `checks` (``disk``) and fails correctness."""
+    grading_dir_cap_files: int = 100_000
+    """Files, directories and links a grading directory may hold once the harness is done (a grading makes a few
+    dozen; a Triton cache or a build a few hundred more): past it the grade fails correctness, saying so in `checks`
+    (``disk``), as for `grading_dir_cap_bytes`. An empty file costs an inode and no byte."""
+    keep_grading_dirs: bool = False
+    """Keep each grading directory whole after its grade is read (for debugging a grading: the candidate's outputs
+    and whatever it wrote there). By default only the harness's log and result files stay (`prune_grading_dir`)."""
+
+
+@dataclass
+class Stage:
+    """One gate: `passed` is None when the stage did not run (an earlier gate failed) or was not measured."""
+
+    name: str
+    passed: bool | None
+    messages: list[str] = field(default_factory=list)
+
+
+@dataclass
+class Grade:
+    """The whole grade of one kernel; `to_dict()` goes into `info["grade"]`.
+
+    `configs` holds one dict per seen config: config, correct, max_abs_err, error, and where measured
+    baseline_ms, candidate_ms (interquartile means of the timed runs, ms), speedup and noise_band. `speedup` is the arithmetic mean of per-config
+    ratios (as the arena reports); `speedup_geomean` the geometric mean.
+    """
+
+    task: str
+    hardware: str
+    interpreter: bool
+    stages: list[Stage]
+    configs: list[dict[str, Any]]
+    speedup: float | None
+    speedup_geomean: float | None
+    score: float
+    elapsed_s: float
+    """Submit to grade, s (with a prepared worker: the candidate's part only)."""
+    phases_s: dict[str, float] = field(default_factory=dict)
+    """Where `elapsed_s` went, s: ``copy_and_static_check`` (the editable files copied, the static check),
+    ``wait_for_observer`` (the observer's background work: the baseline's observation, the run ahead's start),
+    ``harness`` (the candidate's process: import, check, timing; of which ``harness_prepare_wait``, with a warm
+    worker, waited for its prepared child), ``compare`` (the parent's checks of its outputs against the reference)
+    and, where it ran, ``observer`` (the observed run)."""
+    outcome: str = ""
+    """The grading's one typed outcome, a key of `outcome.OUTCOMES` (decided by `outcome.decide`)."""
+    checks: dict[str, str] = field(default_factory=dict)
+    """Which provenance checks ran on this grading and how they ended: ``static_check``, ``launch_counter``,
+    ``observer`` and ``speedup_cross_check``, each ``passed``, ``failed``, or why it did not run."""
+
+    @property
+    def compiled(self) -> bool:
+        return bool(self.stages[0].passed)
+
+    @property
+    def correct(self) -> bool:
+        return bool(self.stages[1].passed)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The grade as plain JSON-serializable data (what `info["grade"]` holds)."""
+        return {**asdict(self), "compiled": self.compiled, "correct": self.correct}
+
+    def summary(self) -> str:
+        """A readable report, as the final observation shows it."""
+        lines = [f"Grade for {self.task} on {self.hardware}: score {self.score:.1f}"]
+        for st in self.stages:
+            mark = {True: "PASS", False: "FAIL", None: "----"}[st.passed]
+            lines.append(f"[{mark}] {st.name}")
+            lines += [f"    {m}" for m in st.messages]
+        for c in self.configs:
+            t = (f" baseline {c['baseline_ms']:.4f} ms, candidate {c['candidate_ms']:.4f} ms, "
+                 f"speedup {c['speedup']:.3f}x" if c.get("speedup") is not None else "")
+            lines.append(f"    {c['config']}: {'correct' if c.get('correct') else 'WRONG'}{t}")
+        return "\n".join(lines)
+

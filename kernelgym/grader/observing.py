@@ -1,0 +1,439 @@
+"""The outside observer's side of the `Grader` (observer.py says what is observed and why): the pristine baseline's
+observation, the candidate's observed run (started ahead while the agent works, or fresh), and `observe`, which judges
+what it saw. A mixin of `Grader`, split out by concern: its methods read the grader's task, hardware, config and
+session. Only `Grader.grade` composes the verdict; `observe` returns what stands of the speedups and fills `checks`.
+"""
+from __future__ import annotations
+
+import collections
+import dataclasses
+import json
+import subprocess
+import threading
+import time
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+
+from kernelgym.grader import build as builds
+from kernelgym.grader import tracer
+from kernelgym.grader.cache import GRADING_CACHE, MAX_CACHE_BYTES, baseline_key
+from kernelgym.grader.files import copy_public, copy_regular_files, remove_tree, write_new
+from kernelgym.grader.grade import Stage
+from kernelgym.grader.observer import (Observation, ObserverError, cross_check, find_ncu, foreign_kernels, ncu_argv,
+                                       parse_report, split)
+from kernelgym.grader.protocol import (CHECK_RESULT, OBSERVED_FINISHED_MARKER, OBSERVED_PREFIX, OUTPUTS,
+                                       PREPARED_MARKER, REQUEST, Request, check_seed, parse_check_result)
+from kernelgym.grader.session import GradingSession
+from kernelgym.grader.untrusted import UntrustedFileError, load_json_untrusted, read_untrusted
+from kernelgym.grader.worker import HARNESS, HARNESS_FILES
+from kernelgym.sandbox import PYTHON, BubblewrapSandbox, Limits, UnsandboxedRunner, gpu_devices, kill_group, make_sandbox
+
+#: Where a compiled candidate's build is copied in its grading directory (the request names it from the start).
+BUILD_DIR = ".build"
+#: The most of a kernel trace read (about 150 bytes a kernel: an autotuned kernel's warm-up calls launch thousands).
+MAX_TRACE_BYTES = 512 << 20
+
+
+@dataclass
+class _ObservedRun:
+    """An observed run started ahead of its grading (`Grader._start_observed_run`), waiting for ``go``."""
+
+    proc: subprocess.Popen
+    gdir: Path | None  # None: spawned before its grading (`Grader.spawn`), given one by `_give_request`
+    source: Path
+    results: Path
+    output: collections.deque
+
+
+class Observing:
+    """The observer's methods of `Grader` (see the module docstring); it holds no state of its own."""
+
+    def observer_unavailable(self) -> str | None:
+        """Why the outside observer cannot run on this grader's hardware (None: it can)."""
+        if self.config.observer == "off":
+            return "observer='off'"
+        if self.hardware.interpreter:
+            return "not available on the CPU interpreter: no GPU, no profiler"
+        if self.hardware.vendor != "nvidia":
+            return f"not implemented for {self.hardware.vendor} GPUs (rocprofv3 would serve; never run here)"
+        if not gpu_devices():
+            return "no GPU device nodes (/dev/nvidia*) on this machine"
+        tool = self.observer_tool()
+        return tool if tool not in ("tracer", "ncu") else None
+
+    def observer_tool(self) -> str:
+        """'tracer' or 'ncu', as `GraderConfig.observer_tool` asks and the machine allows; else why neither can run
+        (the kernel tracer is built here on first use, about 0.5 s, then cached)."""
+        if self._tool is None:
+            wanted, why = self.config.observer_tool, []
+            if wanted not in ("auto", "tracer", "ncu"):
+                raise ValueError(f"observer_tool {wanted!r}: expected 'auto', 'tracer' or 'ncu'")
+            if wanted in ("auto", "tracer"):
+                try:
+                    self._tracer_library = tracer.build()
+                    self._tool = "tracer"
+                except ObserverError as e:
+                    why.append(f"kernel tracer: {e}")
+            if self._tool is None and wanted in ("auto", "ncu"):
+                if find_ncu() is not None:
+                    self._tool = "ncu"
+                else:
+                    why.append("Nsight Compute (ncu) not found on PATH or in /usr/local/cuda/bin")
+            if self._tool is None:
+                self._tool = "; ".join(why)
+        return self._tool
+
+    def _observer_name(self) -> str:
+        return "the CUPTI kernel tracer" if self._tool == "tracer" else "Nsight Compute"
+
+    def _prepare_observer(self, session: GradingSession, observed: bool, token: object,
+                          spawned: "_ObservedRun | None" = None) -> None:
+        """In the background, one profiler at a time (two profiling at once conflict; seen on the H200): observe the
+        baseline unless that is done, then start the candidate's observed run ahead where this grading is observed
+        (the one `spawn` started, given its request now, where it still runs)."""
+        try:
+            self.baseline_observation()
+        except ObserverError:
+            pass  # said in the grade, where it matters
+        if not observed:
+            if spawned is not None:
+                kill_group(spawned.proc)
+            return
+        if spawned is not None and spawned.proc.poll() is None and self._give_request(spawned, session):
+            run = spawned
+        else:
+            if spawned is not None:
+                kill_group(spawned.proc)
+            run = self._start_observed_run(session.gdir, session.seed)
+        with self._ahead_lock:
+            if self._ahead_token is token:
+                self._observing = run
+                return
+        kill_group(run.proc)  # the grading it was for was given up meanwhile
+
+    def _give_request(self, run: "_ObservedRun", session: GradingSession) -> bool:
+        """Write the observed request of `session`'s grading for the run `spawn` started, and let it read it.
+        Returns False where the run is gone (a fresh one is started instead)."""
+        build = run.source / BUILD_DIR if self.backend.BUILDS else None
+        write_new(run.results / REQUEST, json.dumps(self._observer_request(run.source, build, session.seed,
+                                                                           run.results).to_json()).encode())
+        run.gdir = session.gdir
+        try:
+            run.proc.stdin.write("request\n")
+            run.proc.stdin.flush()
+            return True
+        except OSError:
+            return False
+
+    def _wait_for_observer(self, timeout_s: float = 120.0) -> None:
+        """Wait until the observer's background work is done (the baseline's observation) and the observed run started
+        ahead has prepared (it then idles), so that neither runs kernels while the candidate is timed. A run that does
+        not prepare in `timeout_s` is given up (the grading observes with a fresh run later)."""
+        if self._observer_thread is not None:
+            self._observer_thread.join()
+        ahead, deadline = self._observing, time.monotonic() + timeout_s
+        while ahead is not None and PREPARED_MARKER not in "".join(ahead.output):
+            if ahead.proc.poll() is not None or time.monotonic() > deadline:
+                self.stop_observer()
+                return
+            time.sleep(0.02)
+
+    def wait_for_baseline(self) -> None:
+        """Block until the observer's background work started by `start_worker` (the pristine baseline's observation,
+        then the start of the run ahead) is done. The env calls it before running any command of the agent's: work of
+        the agent's on the GPU meanwhile would preempt the baseline's kernels and inflate their observed device times,
+        cached for the process, which widens every later speedup cross-check."""
+        if self._observer_thread is not None:
+            self._observer_thread.join()
+
+    def stop_observer(self) -> None:
+        """Kill the observed run started ahead for the next grading, if any (or give up the one being started)."""
+        with self._ahead_lock:
+            self._ahead_token, ahead, self._observing = None, self._observing, None
+        if ahead is not None:
+            kill_group(ahead.proc)
+
+    def observe(self, session: GradingSession, sources: dict[str, str], rows: list[dict], correct: Stage,
+                perf: Stage, speedups: list[float] | None, checks: dict[str, str]) -> list[float] | None:
+        """Run the candidate's check once more under the profiler and judge what it saw: a config whose calls ran a
+        kernel that is neither the candidate's own nor allowed, or whose observed output is wrong, fails
+        (`correct` and its row say why); a speedup the observed device times do not support is withheld (`perf`
+        says why). Updates `checks`; returns the speedups that stand (None where withheld)."""
+        unavailable = self.observer_unavailable()
+        if unavailable:  # observer='required'
+            checks["observer"] = checks["speedup_cross_check"] = f"failed: required, but {unavailable}"
+            correct.passed = False
+            correct.messages.append(f"outside observer required, but {unavailable}")
+            return None
+        own = self.backend.own_kernel_names(sources)
+        try:
+            observation = self._observed_run(session, sources)
+        except ObserverError as e:
+            try:  # where the pristine baseline cannot be observed either, the machine is at fault, not the kernel
+                self.baseline_observation()
+            except ObserverError as machine:
+                checks["observer"] = checks["speedup_cross_check"] = f"unavailable: {machine}"
+                correct.messages.append(f"outside observer unavailable: {machine}")
+                return speedups
+            checks["observer"] = checks["speedup_cross_check"] = f"failed: {e}"
+            correct.passed = False
+            correct.messages.append(f"outside observer: {e}")
+            return None
+        failed = []
+        bare = self.backend.BARE_KERNEL_NAMES
+        for i, (row, foreign) in enumerate(zip(rows, foreign_kernels(observation, own, bare))):
+            ok, msg, _ = session.compared(self._observed_outputs, i, check_seed(session.seed, i))
+            if foreign:
+                row.update(correct=False, error=f"provenance: kernels that are not the candidate's own ran: "
+                                                f"{', '.join(k[:120] for k in foreign[:5])}")
+            elif not ok:
+                row.update(correct=False, error=f"observed run: {msg}")
+            row["observed_ms"] = observation.checked_ms(i)
+            if not row["correct"]:
+                failed.append(f"{row['config']}: {row['error']}")
+        if failed:
+            checks["observer"], checks["speedup_cross_check"] = "failed", "not run: the observer failed the kernel"
+            correct.passed = False
+            correct.messages += [f"outside observer ({self._observer_name()}): every kernel of each checked call must be the "
+                                 "candidate's own (or a fill or copy):", *failed[:10]]
+            return None
+        checks["observer"] = "passed"
+        correct.messages.append(f"outside observer ({self._observer_name()}): only the candidate's own kernels "
+                                f"({', '.join(sorted(own)) or 'none found'}) and allowed fills/copies ran")
+        if not speedups:
+            checks["speedup_cross_check"] = "not run: no speedup measured"
+            return speedups
+        try:
+            baseline = self.baseline_observation()
+        except ObserverError as e:
+            checks["speedup_cross_check"] = f"unavailable: the baseline could not be observed: {e}"
+            perf.messages.append(f"speedup not cross-checked: the baseline could not be observed: {e}")
+            return speedups
+        refused = []
+        for i, row in enumerate(rows):
+            row["observed_baseline_ms"] = baseline.checked_ms(i)
+            why = cross_check(row["speedup"], row["observed_baseline_ms"], row["observed_ms"], self.config.observer_margin)
+            if why:
+                refused.append(f"{row['config']}: {why}")
+        if refused:
+            checks["speedup_cross_check"] = "failed"
+            perf.passed = False
+            perf.messages += ["speedup withheld: the profiler's device times do not support it", *refused]
+            return None
+        checks["speedup_cross_check"] = "passed"
+        return speedups
+
+    def baseline_observation(self) -> Observation:
+        """The pristine baseline's observed run on this grader's configs (its device times per config), made once
+        per task, hardware and configs in this process (in the background by `start_worker`, or here).
+
+        With ``observer_tool='auto'``, a kernel tracer that builds but fails here (CUPTI refused at run time) gives way
+        to Nsight Compute where it is found: only task code ran, so the machine is at fault, not a candidate.
+
+        Raises:
+            ObserverError: the baseline's run under the profiler failed or its report is unusable.
+        """
+        try:
+            return GRADING_CACHE.observation(self._baseline_key(), self._run_baseline_observation)
+        except ObserverError:
+            if not (self._tool == "tracer" and self.config.observer_tool == "auto" and find_ncu()):
+                raise
+            self._tool = "ncu"
+            return GRADING_CACHE.observation(self._baseline_key(), self._run_baseline_observation)
+
+    def _baseline_key(self) -> str:
+        """The key of this grader's baseline entries in the grading cache (cache.py); computed once per observer tool."""
+        tool = self.observer_tool()
+        if self._key is None or self._key[0] != tool:
+            self._key = (tool, baseline_key(self.task.root, self.hardware.id, self.configs, self.config.sandbox, tool))
+        return self._key[1]
+
+    def _run_baseline_observation(self) -> Observation:
+        build = self._baseline_built() if self.backend.BUILDS else None
+        results = self._observer_dir()
+        sandbox, argv = self._observer_command(self.baseline_dir, build, 0, results)
+        run = sandbox.run(argv, limits=Limits(timeout_s=self.timeout_s, max_output_bytes=8000))
+        observation = self._read_observation(results, run.timed_out, run.returncode, run.output)
+        if self.backend.KERNEL_CACHE_DIR is not None:
+            GRADING_CACHE.keep_kernels(self._baseline_key(), results / self.backend.KERNEL_CACHE_DIR, "launchers",
+                                       self.backend.KERNEL_LAUNCHERS)
+        remove_tree(results)
+        return observation
+
+    def _keep_kernel_cache(self, gdir: Path) -> None:
+        """Called once the worker has prepared the grading in `gdir` and before any candidate code runs there: keep a
+        copy of its Triton cache (the baseline's kernels and launchers, compiled from the pristine task) for later
+        gradings, the first time only."""
+        cache_dir = self.backend.KERNEL_CACHE_DIR
+        if self.hardware.interpreter or cache_dir is None:  # nothing is compiled there (the key looks for the tracer)
+            return
+        GRADING_CACHE.keep_kernels(self._baseline_key(), gdir / cache_dir)
+
+    def _seed_kernel_cache(self, gdir: Path) -> None:
+        """Fill the new grading directory `gdir`'s Triton cache from the kept copy, if any (its group files moved to
+        point there): the harness then finds the baseline's kernels compiled. What the candidate later does to
+        these files touches only its own grading."""
+        cache_dir = self.backend.KERNEL_CACHE_DIR
+        if self.hardware.interpreter or cache_dir is None:
+            return
+        GRADING_CACHE.seed_kernels(self._baseline_key(), gdir / cache_dir)
+
+    def _observer_dir(self) -> Path:
+        """A new owner-only directory beside the grading directories: an observed run's only writable one."""
+        results = self.work_dir / f"observed-{uuid.uuid4().hex[:12]}"
+        results.mkdir(mode=0o700)
+        return results
+
+    def _observer_source(self) -> Path:
+        """A new owner-only directory holding the task's pristine public files, where an observed run's candidate
+        sources are written (read-only in its sandbox)."""
+        source = self.work_dir / f"observed-src-{uuid.uuid4().hex[:12]}"
+        source.mkdir(mode=0o700)
+        copy_public(self.task, source)
+        return source
+
+    def _observer_request(self, directory: Path, build: Path | None, seed: int, results: Path) -> Request:
+        """The request of an observed run of the code in `directory` (its build in `build`) writing to `results`."""
+        return dataclasses.replace(self._request(directory, seed, timed=False), mode="check", observe=True,
+                                   observer_tool=self.observer_tool(), results_directory=str(results),
+                                   build_directory=str(build) if build else None)
+
+    def _observer_command(self, directory: Path, build: Path | None, seed: int, results: Path,
+                          write_request: bool = True) -> tuple[BubblewrapSandbox | UnsandboxedRunner, list[str]]:
+        """The sandbox and command line of an observed run of the code in `directory` (its build in `build`; both
+        bound read-only) whose only writable directory is `results`: the harness's check under the profiler. The
+        request is written into `results` (`write_request`; else later, by `_give_request`)."""
+        tool = self.observer_tool()
+        if write_request:
+            write_new(results / REQUEST, json.dumps(self._observer_request(directory, build, seed, results)
+                                                    .to_json()).encode())
+        readonly = [*HARNESS_FILES, *self._readonly(), directory,
+                    *([build] if build and not build.is_relative_to(directory) else [])]
+        env = self._harness_env(results)
+        if tool == "tracer":
+            readonly.append(self._tracer_library)
+            env.update(tracer.env(self._tracer_library, results))
+            argv = [PYTHON, str(HARNESS), str(results / REQUEST)]
+        else:
+            argv = [*ncu_argv(find_ncu(), str(results / "ncu.csv")), PYTHON, str(HARNESS), str(results / REQUEST)]
+        sandbox = make_sandbox(self.config.sandbox, results, readonly=readonly, gpu=True, env=env)
+        return sandbox, argv
+
+    def _start_observed_run(self, gdir: Path | None, seed: int | None) -> "_ObservedRun":
+        """Start the candidate's observed run ahead, while the agent works: the profiler and the harness start, CUDA
+        and the inputs are prepared, then it waits for ``go`` (sent by `_observed_run` once the candidate's sources
+        are copied into its own read-only directory, beside the task's pristine public files). With `seed` None
+        (`spawn`: the grading is not drawn yet) it waits for its request first (`_give_request`)."""
+        source, results = self._observer_source(), self._observer_dir()
+        sandbox, argv = self._observer_command(source, source / BUILD_DIR if self.backend.BUILDS else None, seed or 0,
+                                               results, write_request=seed is not None)
+        argv += ["--wait-go"] if seed is not None else ["--wait-go", "--wait-request"]
+        # A spawned run may wait for its grading as long as the episode before takes; `_wait_observed` bounds its run.
+        proc = sandbox.popen(argv, limits=Limits(timeout_s=self.timeout_s if seed is not None else 24 * 3600))
+        output: collections.deque[str] = collections.deque(maxlen=400)
+        threading.Thread(target=lambda: output.extend(proc.stdout), daemon=True).start()
+        return _ObservedRun(proc, gdir, source, results, output)
+
+    def _observed_run(self, session: GradingSession, sources: dict[str, str]) -> Observation:
+        """The candidate's observed run: the run started ahead for this grading (`start_worker`) where there is one
+        still waiting, else a fresh one. Either way it imports `sources`, the editable files as read before any
+        candidate code ran (a file the candidate rewrote while checked is not what it observes), and for a compiled
+        language the trusted build step's output.
+
+        Raises:
+            ObserverError: the run timed out, failed, or its report is missing or incomplete.
+        """
+        if self._observer_thread is not None:
+            self._observer_thread.join()  # the observed run started ahead may still be starting
+        with self._ahead_lock:
+            self._ahead_token, ahead, self._observing = None, self._observing, None
+        session.observer_ahead = "none started"  # the used run's own line follows its exit
+        if ahead is not None and (ahead.gdir != session.gdir or ahead.proc.poll() is not None):
+            code = ahead.proc.poll()
+            kill_group(ahead.proc)  # prepared for another grading, or died before go: no candidate code ran in it
+            session.observer_ahead = ("prepared for another grading" if code is None else
+                                      f"exited with code {code} before go: {''.join(ahead.output)[-1500:]}")
+            ahead = None
+        source, results = (ahead.source, ahead.results) if ahead else (self._observer_source(), self._observer_dir())
+        for rel, text in sources.items():
+            write_new(source / rel, text.encode())
+        # What the checked run compiled (its process is gone): the observed run need not compile it again.
+        cache_dir = self.backend.KERNEL_CACHE_DIR
+        if cache_dir is not None:
+            copy_regular_files(session.gdir / cache_dir, results / cache_dir, MAX_CACHE_BYTES,
+                               self.backend.KERNEL_ARTIFACTS)
+            # The host launchers (Triton's: shared libraries, about 0.1-1 s of gcc each) as the baseline's observed
+            # run built them: only task code ran there, and a candidate whose kernels share the baseline's
+            # signatures reuses them.
+            GRADING_CACHE.seed_kernels(self._baseline_key(), results / cache_dir, "launchers",
+                                       self.backend.KERNEL_LAUNCHERS)
+        build = session.trusted_build
+        if build is not None:
+            builds.copy_build(build, source / BUILD_DIR)
+        if ahead is None:
+            sandbox, argv = self._observer_command(source, source / BUILD_DIR if build else None, session.seed,
+                                                   results)
+            run = sandbox.run(argv, limits=Limits(timeout_s=self.timeout_s, max_output_bytes=8000))
+            timed_out, code, output = run.timed_out, run.returncode, run.output
+        else:
+            timed_out, went = False, time.monotonic()
+            try:
+                ahead.proc.stdin.write("go\n")
+                ahead.proc.stdin.close()
+                finished = self._wait_observed(ahead)
+            except subprocess.TimeoutExpired:
+                timed_out, finished = True, False
+            except OSError:
+                finished = False  # it died meanwhile: its exit code and output say how
+            finally:
+                kill_group(ahead.proc)
+            # Ended by us once it said it finished (the tracer's trace is flushed by then): that is a clean exit.
+            code, output = 0 if finished else ahead.proc.returncode, "".join(ahead.output)
+            session.observer_ahead = f"used: go to {'finished' if finished else 'exit'} {time.monotonic() - went:.2f} s"
+        self._observed_outputs = results / (OBSERVED_PREFIX + OUTPUTS)
+        session.observed_dirs = [source, results]  # removed once the grade is read
+        session.observer_log = output[-4000:]  # the observed run's harness log (phases), for diagnosis
+        return self._read_observation(results, timed_out, code, output)
+
+    def _wait_observed(self, ahead: "_ObservedRun") -> bool:
+        """Wait for the observed run started ahead to exit or, under the kernel tracer, to say it has finished
+        (`OBSERVED_FINISHED_MARKER`: its results and trace are written; the caller then ends its sandbox, which saves
+        CUDA's teardown). Returns whether it said so. Under ncu, which writes its report at exit, it waits for the exit.
+
+        Raises:
+            subprocess.TimeoutExpired: neither within the grader's limit.
+        """
+        deadline = time.monotonic() + self.timeout_s
+        while ahead.proc.poll() is None:
+            if self._tool == "tracer" and OBSERVED_FINISHED_MARKER in "".join(list(ahead.output)[-8:]):
+                return True
+            if time.monotonic() > deadline:
+                raise subprocess.TimeoutExpired(ahead.proc.args, self.timeout_s)
+            time.sleep(0.005)
+        return False
+
+    def _read_observation(self, results: Path, timed_out: bool, code: int, output: str) -> Observation:
+        """The observed run's result and the profiler's report in `results`, read once its sandbox is gone.
+
+        Raises:
+            ObserverError: the run timed out or failed, or its report is missing or incomplete.
+        """
+        if timed_out:
+            raise ObserverError(f"the observed run passed the {self.timeout_s:.0f} s limit")
+        try:
+            check = parse_check_result(load_json_untrusted(results / (OBSERVED_PREFIX + CHECK_RESULT)),
+                                       len(self.configs))
+            if self._tool == "tracer":
+                kernels = tracer.parse_trace(results, lambda path: read_untrusted(path, MAX_TRACE_BYTES))
+            else:
+                kernels = parse_report(read_untrusted(results / "ncu.csv", 64 << 20).decode(errors="replace"))
+        except UntrustedFileError as e:
+            raise ObserverError(f"the observed run left no result ({e}); exit code {code}:\n"
+                                f"{output[-1500:]}") from None
+        if code != 0:
+            raise ObserverError(f"the profiler exited with code {code}:\n{output[-1500:]}")
+        if not check.ok or len(check.configs) != len(self.configs) or not all(c.ok for c in check.configs):
+            errors = [c.error for c in check.configs if not c.ok] or [check.error]
+            raise ObserverError(f"the check failed in the observed run: {str(errors[0])[-1500:]}")
+        return split(kernels, len(self.configs), flushed=self._tool == "tracer")
