@@ -1,47 +1,50 @@
-"""`tuner`: a real baseline policy that optimizes what the grader rewards, by rewrites and launch constants.
+"""`tuner`: a baseline policy for any Triton task: it searches the kernel's launch parameters (and known rewrites)
+by what the grader rewards, and submits only what its measure says is faster beyond the noise.
 
-Its measure is the workspace's ``bench.py`` (docs/BENCH.md), run after ``check.py`` in one command
-(``python bench.py --check``): the mean over the seen configs of the per-config speedup against the original kernel,
-which is what the score pays. On a GPU that is measured with the grader's own timing code; on the CPU interpreter it
-is a MODEL (bytes, programs and launches counted by the interpreter, time estimated from a GPU profile's roofline),
-and the tuner says so. A variant counts only if check.py finds it correct on every seen config.
+Its measure is the workspace's ``bench.py`` run after ``check.py`` (``python bench.py --check``, measure.py,
+docs/BENCH.md): the mean over the seen configs of the per-config speedup against the original kernel, which is what
+the score pays. On a GPU it is measured with the grader's own timing code; on the CPU interpreter it is a MODEL
+(bytes and launches counted by the interpreter, time estimated for a GPU), and the tuner says so. A variant counts
+only if check.py finds it correct on every seen config.
 
-The search, within the episode's step budget (read from the prompt):
+The search, within the episode's step and time budgets (read from the prompt; ``time_budget_s`` may bound it more):
 
-1. The original kernel, measured.
-2. Known structural rewrites (``rewrites`` in config.yaml: a whole kernel file, tried where the file contains every
-   ``requires`` snippet; e.g. RMSNorm read in one pass per row instead of two). A tuner cannot discover these; it
-   carries them. Each is measured with its own defaults.
-3. Per structure, best first (on a GPU, only those within ``tune_within`` of the best): the module-level integer constants named in ``params`` (e.g. ``BLOCK_SIZE`` and
-   ``NUM_WARPS``), jointly over their grid where it has at most ``max_joint`` points, else one at a time; and, where
-   a rewrite declares a per-size ``table`` (e.g. num_warps per block size), each value tried on every size at once,
-   then the best value per size from the per-config speedups, combined, measured.
-   On the model, constants that only change launch options (``launch_only``: e.g. num_warps, which the
-   interpreter ignores) are not searched: the model cannot see them.
-4. On a GPU, the best variant is measured once more; it is submitted only if that measurement, too, says it is
-   faster than the original. Otherwise, and whenever nothing beat the original, the original is submitted.
+1. The original kernel, measured; bench's noise band of it (the original timed against itself) sets the bar.
+2. Known structural rewrites (``rewrites`` in config.yaml: a whole kernel file under rewrites/, tried where the file
+   contains every ``requires`` snippet). Each is measured with its own defaults.
+3. Per structure, best first (on a GPU, only those within ``tune_within`` of the best): its launch parameters as
+   launch_params.py finds them in the syntax tree (constexpr block sizes passed at the launch, num_warps,
+   num_stages), one at a time from the best so far, nearest values first, a direction dropped once it did not
+   help; then, where the seen configs fall in several size classes and the classes' best variants differ, a kernel
+   whose wrapper picks each class's values (measured like any variant); and a rewrite's per-size ``table``.
+   On the model, launch options (num_warps, num_stages) are not searched: the interpreter ignores them.
+   With ``params`` set, those module constants are searched over the given values instead (jointly where the grid
+   has at most ``max_joint`` points).
+4. The best variant is submitted only if its measure lies beyond the original's noise band (and, on a GPU, a
+   second measure of it does too); otherwise the original is. A kernel the finder cannot parse gets no launch
+   search, and the original is submitted, saying why.
 
-Where the measure command prints no ``BENCH`` line (a custom ``check_cmd`` without bench), it falls back to the
-check's ``time_ms`` (lower is better), as the tuner did before bench existed.
+The last lines it prints (and `summary`) say what was tried, what was changed and why it submitted what it did.
 """
 from __future__ import annotations
 
-import ast
 import itertools
 import math
 import re
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Generator
 
 from kernelgym.errors import PolicyConfigError
+from kernelgym.policies.tuner.launch_params import (LaunchParams, UnparsableKernel, dispatch_by_size_class,
+                                                    find_launch_params, set_params)
+from kernelgym.policies.tuner.measure import SIZE_CLASS_CMD, Measure, parse_measure, parse_size_classes
 
-CHECK_LINE = re.compile(r"CHECK correct=(\d+)/(\d+) time_ms=(\S+)")
-BENCH_LINE = re.compile(r"BENCH kind=(\w+) speedup_mean=(\S+) speedup_geomean=(\S+) band=(\S+)\.\.(\S+) "
-                        r"bytes_ratio=(\S+) configs=(\d+)")
-CONFIG_LINE = re.compile(r"^config (\d+) (\{.*?\}): .*?speedup ([0-9.]+)x", re.M)
-STEPS_IN_PROMPT = re.compile(r"You have (\d+) steps")
+BUDGET_IN_PROMPT = re.compile(r"You have (\d+) steps and (\d+) s")
 HERE = Path(__file__).resolve().parent
+INTERPRETER_NOTE = ("On the CPU interpreter nothing is timed: the reward of 120 means the kernel is correct, not that "
+                    "it was timed (the interpreter's grade has no speedup term).")
 
 #: Nothing beyond kernelgym itself (see kernelgym.policy: REQUIRES).
 REQUIRES: list[str] = []
@@ -50,86 +53,45 @@ REQUIRES: list[str] = []
 @dataclass
 class TunerConfig:
     file: str = "kernel.py"
-    """The kernel file whose constants are tuned."""
-    params: dict[str, list[int]] = field(default_factory=lambda: {"BLOCK_SIZE": [256, 512, 1024, 2048, 4096],
-                                                                 "NUM_WARPS": [1, 2, 4, 8, 16]})
-    """Constant name -> values to try. Constants absent from the file are skipped."""
+    """The kernel file that is tuned."""
+    params: dict[str, list[int]] = field(default_factory=dict)
+    """Module constant name -> values to try, instead of the launch parameters found in the source ({}: found)."""
     check_cmd: str = "python bench.py --check"
     """Shell command that prints check.py's `CHECK correct=<n>/<total> time_ms=<float|nan>` and, for a correct
     kernel, bench.py's `BENCH kind=... speedup_mean=...` line."""
     min_gain: float = 0.01
     """Measured (GPU): a variant must be this much faster (fraction of the mean speedup) to replace the best so far,
-    and the final one must confirm a mean speedup above 1 (guards against noise). The model is deterministic: there
-    any strictly better estimate counts."""
+    and the submitted one must lie this far above 1 at least, or beyond the original's noise band where that is
+    wider. The model is deterministic: there any strictly better estimate counts."""
     max_joint: int = 36
-    """Search the constants of a structure jointly when their grid has at most this many points; else one at a time."""
+    """With `params`: search them jointly when their grid has at most this many points; else one at a time."""
     launch_only: list[str] = field(default_factory=lambda: ["NUM_WARPS"])
-    """Constants that only change launch options: not searched where the measure is the CPU model (it cannot see
-    them)."""
+    """With `params`: the constants that only change launch options, not searched on the CPU model."""
     rewrites: list[dict[str, Any]] = field(default_factory=list)
     """Known structural rewrites: {name, file (relative to this folder), requires: [snippets], table: {name, field,
     values}} (table optional: a dict constant mapping the next power of two of the config's `field` to a launch
     value, tuned per size on a GPU)."""
     tune_within: float = 0.05
     """Measured (GPU): a structure whose own measure lies more than this fraction below the best structure's is not
-    tuned; its launch constants seldom make up such a gap, and each variant costs a bench run (on the H200 the
-    original's grid took 24 steps, about 200 s, and reached 1.039x beside the rewrite's 1.134x)."""
+    tuned; its launch parameters seldom make up such a gap, and each variant costs a bench run."""
+    size_classes: bool = True
+    """Try a kernel that picks launch parameters per size class of its inputs, where the classes' best differ."""
+    time_budget_s: float | None = None
+    """Seconds the search may take (None: the episode's own time budget, read from the prompt)."""
     confirm: bool = True
     """Measured (GPU): measure the winner once more before submitting it."""
     verbose: bool = True
     """Print one progress line per variant (what it is, and its measure)."""
 
 
-@dataclass
-class Measure:
-    """What one run of the measure command said."""
-    correct: bool
-    kind: str  # "measured", "model" or "check" (the check's time only)
-    score: float  # higher is better: the mean speedup, or 1 / time for "check"
-    bytes_ratio: float = math.nan
-    band: tuple[float, float] = (math.nan, math.nan)
-    per_config: dict[int, tuple[dict, float]] = field(default_factory=dict)
-
-    def describe(self) -> str:
-        if not self.correct:
-            return "WRONG or failed (not kept)"
-        if self.kind == "model":
-            return (f"correct; MODEL est. speedup {self.score:.4f}x, bytes moved x{self.bytes_ratio:.3f} of the "
-                    f"original (estimated, not measured)")
-        if self.kind == "measured":
-            return f"correct; measured speedup {self.score:.4f}x (band {self.band[0]:.3f}..{self.band[1]:.3f})"
-        return f"correct; check time {1 / self.score if self.score > 0 else math.nan:.4f} ms" \
-            if not math.isnan(self.score) else "correct; no time (nothing to rank by)"
-
-
-def parse_check(output: str) -> tuple[bool, float]:
-    """(all configs correct, total time in ms or nan) from the check command's output."""
-    found = CHECK_LINE.findall(output)
-    if not found:
-        return False, math.nan
-    n_ok, total, t = int(found[-1][0]), int(found[-1][1]), float(found[-1][2])  # the last summary line
-    return n_ok == total and total > 0, t
-
-
-def parse_measure(output: str) -> Measure:
-    """The measure command's output as a `Measure` (bench's line where there is one, else the check's time)."""
-    ok, t = parse_check(output)
-    found = BENCH_LINE.findall(output)
-    if found:
-        kind, mean, _, lo, hi, ratio, n = found[-1]
-        per = {int(i): (_literal(c), float(s)) for i, c, s in CONFIG_LINE.findall(output)}
-        score = float(mean)
-        usable = ok and int(n) > 0 and not math.isnan(score)
-        return Measure(usable, kind, score if usable else math.nan, float(ratio), (float(lo), float(hi)), per)
-    return Measure(ok, "check", 1.0 / t if ok and t > 0 else math.nan)
-
-
-def _literal(text: str) -> dict:
-    try:
-        value = ast.literal_eval(text)
-        return value if isinstance(value, dict) else {}
-    except (ValueError, SyntaxError):
-        return {}
+def constants(source: str, names) -> dict[str, int]:
+    """The module-level `NAME = <int>` values of `names` in `source` (names absent are left out)."""
+    found = {}
+    for name in names:
+        m = re.search(rf"^{name}\s*=\s*(\d+)", source, flags=re.M)
+        if m:
+            found[name] = int(m.group(1))
+    return found
 
 
 def set_constant(source: str, name: str, value: int) -> str:
@@ -141,25 +103,27 @@ def set_table(source: str, name: str, table: dict[int, int]) -> str:
     return re.sub(rf"^({name}\s*=\s*)\{{[^\n]*\}}", lambda m: m.group(1) + text, source, count=1, flags=re.M)
 
 
-def constants(source: str, names) -> dict[str, int]:
-    found = {}
-    for name in names:
-        m = re.search(rf"^{name}\s*=\s*(\d+)", source, flags=re.M)
-        if m:
-            found[name] = int(m.group(1))
-    return found
-
-
 def next_pow2(n: int) -> int:
     return 1 << max(int(n) - 1, 0).bit_length()
 
 
+@dataclass
+class Tried:
+    """One variant the search measured: its label, source, the launch values it set and its measure."""
+    label: str
+    source: str
+    values: dict[str, int]
+    measure: Measure
+    structure: str = "original"
+
+
 class TunerPolicy:
-    """Searches rewrites, launch constants and per-size tables by the bench measure; see the module docstring."""
+    """Searches rewrites and launch parameters by the bench measure; see the module docstring."""
 
     def __init__(self, config: TunerConfig):
         self.config = config
         self.log: list[dict[str, Any]] = []
+        self.summary = ""
 
     def reset(self, observation: dict[str, str], info: dict[str, Any]) -> None:
         """Start an episode.
@@ -175,11 +139,16 @@ class TunerPolicy:
                 raise PolicyConfigError(
                     f"the tuner works on kernelgym's own Triton tasks: this workspace has no {' and no '.join(missing)} "
                     f"(set `file` in the tuner's config for another kernel file; reference-format tasks have no bench.py)")
-        m = STEPS_IN_PROMPT.search((observation or {}).get("prompt", ""))
+        m = BUDGET_IN_PROMPT.search((observation or {}).get("prompt", ""))
         self._steps_left = int(m.group(1)) if m else None
+        budgets = [b for b in (float(m.group(2)) if m else None, self.config.time_budget_s) if b is not None]
+        self._time_budget_s = min(budgets) if budgets else None
+        self._start = time.monotonic()
+        self._measure_s: list[float] = []
         self._plan = self._run()
         self._started = False
-        self.log = []
+        self._classes: tuple[str | None, dict[int, int]] | None = None
+        self.log, self.summary, self.notes = [], "", []
 
     def act(self, observation: dict[str, str], info: dict[str, Any]) -> dict[str, Any]:
         try:
@@ -201,9 +170,24 @@ class TunerPolicy:
         if self.config.verbose:
             print(f"  tuner: {text}", flush=True)
 
+    def _note(self, text: str) -> None:
+        """A reason the final output repeats (what was not tried, and why)."""
+        self.notes.append(text)
+        self._say(text)
+
     def _affordable(self, steps: int) -> bool:
-        """Whether `steps` more actions leave room for the final write and submit."""
-        return self._steps_left is None or self._steps_left - steps >= 2
+        """Whether `steps` more actions (one measure) leave room for the final write, a confirmation and submit,
+        in steps and in time (a measure costs what the ones so far took on average)."""
+        if self._steps_left is not None and self._steps_left - steps < 2:
+            return False
+        if self._time_budget_s is None or not self._measure_s:
+            return True
+        per = sum(self._measure_s) / len(self._measure_s)
+        return time.monotonic() - self._start + 2 * per + 5.0 <= self._time_budget_s
+
+    def _stop(self, what: str) -> None:
+        budget = "step" if self._steps_left is not None and self._steps_left < 4 else "time"
+        self._note(f"{budget} budget reached: {what} stopped")
 
     def _better(self, m: Measure, best: Measure) -> bool:
         if not m.correct or math.isnan(m.score):
@@ -214,6 +198,27 @@ class TunerPolicy:
             return m.score > best.score + 1e-9 or (abs(m.score - best.score) <= 1e-9 and m.bytes_ratio < best.bytes_ratio - 1e-9)
         return m.score > best.score * (1 + self.config.min_gain)
 
+    def bar(self, base: Measure) -> float:
+        """The mean speedup a variant must exceed to be submitted: beyond the original's noise band (bench timed
+        the original against itself), and at least `min_gain` above 1; on the model, any gain (it has no noise)."""
+        if base.kind == "model":
+            return 1.0 + 1e-9
+        lo, hi = base.band
+        noise = max((x for x in (hi - 1.0, 1.0 - lo) if not math.isnan(x)), default=0.0)
+        return 1.0 + max(noise, self.config.min_gain)
+
+    def _measure(self, source: str, label: str, write: bool = True):
+        t0 = time.monotonic()
+        if write:
+            yield {"kind": "write_file", "path": self.config.file, "content": source}
+        obs = yield {"kind": "shell", "cmd": self.config.check_cmd}
+        self._measure_s.append(time.monotonic() - t0)
+        m = parse_measure(obs["output"])
+        self.log.append({"variant": label, "correct": m.correct, "kind": m.kind, "score": m.score,
+                         "bytes_ratio": m.bytes_ratio, "values": constants(source, self.config.params)})
+        self._say(f"{label}: {m.describe()}")
+        return m
+
     def _run(self) -> Generator[dict[str, Any], dict[str, str], None]:
         cfg = self.config
         obs = yield {"kind": "read_file", "path": cfg.file}
@@ -222,132 +227,233 @@ class TunerPolicy:
         if missing:  # a misspelt name would otherwise search nothing, silently
             self._say(f"params {', '.join(missing)}: no module-level integer constant of that name in {cfg.file} "
                       f"(`NAME = 123`), so it is not tuned")
-        obs = yield {"kind": "shell", "cmd": cfg.check_cmd}
-        base = parse_measure(obs["output"])
-        self._record("original", original, base)
-        model = base.kind == "model"
-        if model:
+        base = yield from self._measure(original, "original", write=False)
+        tried = [Tried("original", original, {}, base)]
+        if not base.correct:
+            self._note("the original kernel is not correct by the check (or its measure failed): nothing to "
+                       "compare against, so nothing was searched")
+        elif base.kind == "model":
             self._say("the measure is bench.py's MODEL (CPU interpreter): bytes and launches counted, time estimated "
-                      "for a GPU; nothing is timed. Launch-only constants (" + ", ".join(cfg.launch_only) +
-                      ") are not searched: the interpreter ignores them.")
-        best = (base, original, "original")
-        structures = [("original", original, None, base)]
-        for rw in cfg.rewrites:
+                      "for a GPU; nothing is timed. Launch options (num_warps, num_stages) are not searched: the "
+                      "interpreter ignores them.")
+        structures = [("original", original, None, base)] if base.correct else []
+        for rw in cfg.rewrites if base.correct else []:
             if not all(snippet in original for snippet in rw.get("requires", [])):
                 continue
             if not self._affordable(2):
+                self._stop("the rewrites")
                 break
             src = (HERE / rw["file"]).read_text()
-            m = yield from self._try(src, f"rewrite '{rw['name']}'")
-            structures.append((f"rewrite '{rw['name']}'", src, rw.get("table"), m))
-            if self._better(m, best[0]):
-                best = (m, src, f"rewrite '{rw['name']}'")
-        # Tune each correct structure, best first, while the budget lasts.
+            label = f"rewrite '{rw['name']}'"
+            m = yield from self._measure(src, label)
+            tried.append(Tried(label, src, {}, m, label))
+            structures.append((label, src, rw.get("table"), m))
         order = sorted((s for s in structures if s[3].correct), key=lambda s: -(s[3].score if not math.isnan(s[3].score) else -1))
         for name, src, table, m0 in order:
             top = order[0][3]
             if m0.kind == "measured" and top.score > 0 and m0.score < top.score * (1 - cfg.tune_within):
-                self._say(f"{name} not tuned: its measure {m0.score:.4f}x lies more than {cfg.tune_within:.0%} below "
-                          f"the best structure's {top.score:.4f}x")
+                self._note(f"{name} not tuned: its measure {m0.score:.4f}x lies more than {cfg.tune_within:.0%} below "
+                           f"the best structure's {top.score:.4f}x")
                 continue
-            found = yield from self._tune(name, src, table, m0, model)
-            for m, variant, label in found:
-                if self._better(m, best[0]):
-                    best = (m, variant, label)
-        final, label, m = best[1], best[2], best[0]
-        keep = final is not original and m.correct and (m.kind == "check" or (
-            m.score > 1.0 + 1e-9 if m.kind == "model" else m.score > 1.0 + cfg.min_gain))
-        if final is not original and not keep:
-            self._say(f"best variant ({label}) is not faster than the original by its measure: submitting the original")
-        if not keep:
-            final, label = original, "original"
-        yield {"kind": "write_file", "path": cfg.file, "content": final}
+            tried += (yield from self._tune(name, src, table, m0))
+        yield from self._finish(original, base, tried)
+
+    def _finish(self, original: str, base: Measure, tried: list[Tried]):
+        """Submit the best variant if it lies beyond the noise band (confirmed on a GPU), else the original; say why."""
+        cfg = self.config
+        best = tried[0]
+        for t in tried[1:]:
+            if self._better(t.measure, best.measure):
+                best = t
+        m, bar = best.measure, self.bar(base)
+        keep = best.source != original and m.correct and (m.kind == "check" or m.score > bar)
+        why = ""
+        if best.source != original and not keep:
+            why = (f"the best variant ({best.label}, {m.score:.4f}x) does not lie beyond the original's noise band "
+                   f"(it must exceed {bar:.4f}x)")
+        elif best.source == original:
+            why = "no variant beat the original by its measure" if len(tried) > 1 else "nothing was tried"
+        final = best if keep else tried[0]
+        yield {"kind": "write_file", "path": cfg.file, "content": final.source}
         if keep and m.kind == "measured" and cfg.confirm and self._affordable(1):
             obs = yield {"kind": "shell", "cmd": cfg.check_cmd}
             again = parse_measure(obs["output"])
-            self._record(label + " (confirmation)", final, again)
-            if not (again.correct and again.score > 1.0):
-                self._say("the confirmation measured it no faster than the original: submitting the original")
+            self.log.append({"variant": best.label + " (confirmation)", "correct": again.correct, "kind": again.kind,
+                             "score": again.score, "bytes_ratio": again.bytes_ratio, "values": best.values})
+            self._say(f"{best.label} (confirmation): {again.describe()}")
+            if not (again.correct and again.score > bar):
+                why = f"a second measure of {best.label} ({again.score:.4f}x) did not lie beyond {bar:.4f}x"
                 yield {"kind": "write_file", "path": cfg.file, "content": original}
-                final, label = original, "original"
-        if label == "original":
-            self._say("submitting the original kernel")
-        else:
-            self._say(f"submitting {label}: {m.describe()}")
+                final = tried[0]
+        self.summary = self._summarize(final, base, tried, why)
+        if cfg.verbose:
+            print(self.summary, flush=True)
         yield {"kind": "submit"}
 
-    def _record(self, label: str, source: str, m: Measure) -> None:
-        self.log.append({"variant": label, "correct": m.correct, "kind": m.kind, "score": m.score,
-                         "bytes_ratio": m.bytes_ratio, "values": constants(source, self.config.params)})
-        self._say(f"{label}: {m.describe()}")
+    def _summarize(self, final: Tried, base: Measure, tried: list[Tried], why: str) -> str:
+        correct = sum(t.measure.correct for t in tried[1:])
+        lines = [f"tuner summary: tried {len(tried) - 1} variant(s) besides the original ({correct} correct)."]
+        lines += [f"  - {n}" for n in dict.fromkeys(self.notes)]
+        if final.label == "original":
+            lines.append(f"Submitted: the original kernel, unchanged ({why}).")
+        else:
+            change = ", ".join(f"{k}={v}" for k, v in final.values.items()) or "its own defaults"
+            lines.append(f"Submitted: {final.label}. Changed: {change if final.structure == 'original' else final.structure + ' with ' + change}. "
+                         f"Why: {final.measure.describe()}, beyond the original's noise band ({self.bar(base):.4f}x).")
+        if base.kind == "model":
+            m = final.measure
+            lines.append(f"MODEL estimate of the submitted kernel (bench.py's roofline model, kernelgym/estimate.py; "
+                         f"not a measurement): speedup {m.score:.4f}x, bytes moved x{m.bytes_ratio:.3f} of the original.")
+            lines.append(INTERPRETER_NOTE)
+        return "\n".join(lines)
 
-    def _try(self, source: str, label: str) -> Generator[dict[str, Any], dict[str, str], Measure]:
-        yield {"kind": "write_file", "path": self.config.file, "content": source}
-        obs = yield {"kind": "shell", "cmd": self.config.check_cmd}
-        m = parse_measure(obs["output"])
-        self._record(label, source, m)
-        return m
-
-    def _tune(self, name, source, table, m0, model):
-        """Launch constants, then the per-size table, of one structure. Returns [(Measure, source, label)]."""
-        cfg = self.config
-        found = []
-        current = constants(source, cfg.params)
-        names = [n for n in current if not (model and n in cfg.launch_only)]
-        grid_size = math.prod(len(cfg.params[n]) for n in names) if names else 0
-        best_m, best_src = m0, source
-        if names and grid_size <= cfg.max_joint:
-            trials = [dict(zip(names, vals)) for vals in itertools.product(*(cfg.params[n] for n in names))]
-            trials = [t for t in trials if any(t[n] != current[n] for n in names)]
-            for t in trials:
-                if not self._affordable(2):
-                    self._say("step budget reached: search stopped")
-                    return found
-                src = source
-                for k, v in t.items():
-                    src = set_constant(src, k, v)
-                label = f"{name} with " + ", ".join(f"{k}={v}" for k, v in t.items())
-                m = yield from self._try(src, label)
-                found.append((m, src, label))
-                if self._better(m, best_m):
-                    best_m, best_src = m, src
-        elif names:  # one constant at a time, from the best so far
-            chosen = dict(current)
-            for n in names:
-                for v in cfg.params[n]:
-                    if v == chosen[n]:
-                        continue
-                    if not self._affordable(2):
-                        self._say("step budget reached: search stopped")
-                        return found
-                    t = {**chosen, n: v}
-                    src = source
-                    for k, val in t.items():
-                        src = set_constant(src, k, val)
-                    label = f"{name} with " + ", ".join(f"{k}={val}" for k, val in t.items())
-                    m = yield from self._try(src, label)
-                    found.append((m, src, label))
-                    if self._better(m, best_m):
-                        best_m, best_src, chosen = m, src, t
+    def _tune(self, name: str, source: str, table, m0: Measure):
+        """One structure's launch parameters, per-size-class choice and per-size table. Returns [Tried]."""
+        model = m0.kind == "model"
+        if self.config.params:
+            found = yield from self._tune_constants(name, source, m0, model)
+        else:
+            try:
+                lp = find_launch_params(source)
+            except UnparsableKernel as e:
+                self._note(f"{name}: launch parameters not searched: {e}")
+                lp = None
+            found = []
+            if lp is not None:
+                self._say(f"{name}: launch parameters found:\n    " + lp.describe().replace("\n", "\n    "))
+                found = yield from self._coordinate(name, source, lp, m0, model)
+                if self.config.size_classes:
+                    found += (yield from self._per_class(name, source, lp, [Tried(name, source, {}, m0, name)] + found))
+        best = max([Tried(name, source, {}, m0, name)] + found, key=lambda t: t.measure.score if t.measure.correct else -1)
         if table and not model and m0.kind == "measured" and m0.per_config:
-            found += (yield from self._tune_table(name, best_src, table, best_m))
+            found += (yield from self._tune_table(name, best.source, table, best.measure))
         elif table and model:
             self._say(f"{name}: per-size table {table['name']} not searched on the model (launch options only)")
         return found
 
-    def _tune_table(self, name, source, table, m0):
-        """Per size (next power of two of the config's `table['field']`), the table value with the best speedup."""
+    def _coordinate(self, name: str, source: str, lp: LaunchParams, m0: Measure, model: bool):
+        """One parameter at a time from the best so far, nearest values first; a direction that did not help is
+        not followed further. Returns [Tried]."""
+        found, values, best_m = [], {}, m0
+        skipped = [p.name for p in lp.params if model and p.launch_only]
+        if skipped:
+            self._note(f"{name}: {', '.join(skipped)} not searched on the model (launch options: the interpreter "
+                       f"ignores them)")
+        for p in lp.params:
+            if model and p.launch_only:
+                continue
+            ref = p.value if p.value is not None else 3
+            dead = set()  # directions (-1, +1) that did not help
+            for v in p.candidates():
+                direction = 1 if v > ref else -1
+                if direction in dead:
+                    continue
+                if not self._affordable(2):
+                    self._stop("the launch-parameter search")
+                    return found
+                trial = {**values, p.name: v}
+                label = f"{name} with " + ", ".join(f"{k}={x}" for k, x in trial.items())
+                src = set_params(source, trial)
+                m = yield from self._measure(src, label)
+                found.append(Tried(label, src, trial, m, name))
+                if self._better(m, best_m):
+                    best_m, values = m, trial
+                else:
+                    dead.add(direction)
+        return found
+
+    def _per_class(self, name: str, source: str, lp: LaunchParams, tried: list[Tried]):
+        """Where the seen configs fall in several size classes whose best variants differ, a kernel that picks each
+        class's values (launch_params.dispatch_by_size_class), measured. Returns [Tried] (empty if not tried)."""
+        usable = [t for t in tried if t.measure.correct and len(t.measure.per_config) > 1]
+        if len(usable) < 2:
+            return []
+        if self._classes is None:
+            if not self._affordable(1):
+                return []
+            obs = yield {"kind": "shell", "cmd": SIZE_CLASS_CMD}
+            self._classes = parse_size_classes(obs["output"])
+        entry, classes = self._classes
+        if len(set(classes.values())) < 2:
+            self._note(f"{name}: per size class not tried: the seen configs fall in one size class (or their inputs "
+                       f"could not be built)")
+            return []
+        best = max(usable, key=lambda t: t.measure.score)
+        full = {p.name: p.value for p in lp.params}
+        choice = {}
+        for c in sorted(set(classes.values())):
+            idx = [i for i, k in classes.items() if k == c]
+            top = max(usable, key=lambda t: sum(t.measure.per_config.get(i, ({}, 0.0))[1] for i in idx))
+            choice[c] = {**full, **top.values}
+        default = {**full, **best.values}
+        differ = sorted({n for v in choice.values() for n in v if v[n] != default[n]})
+        if not differ:
+            return []
+        wrong = [n for n in differ if not lp.dispatchable(n) or lp.wrapper_of.get(n) != entry]
+        if wrong:
+            self._note(f"{name}: per size class not tried: {', '.join(wrong)} cannot be chosen per call by the entry "
+                       f"point {entry}")
+            return []
+        src = set_params(source, {k: v for k, v in default.items() if k in best.values})
+        try:
+            src = dispatch_by_size_class(src, entry, differ, {c: tuple(v[n] for n in differ) for c, v in choice.items()},
+                                         tuple(default[n] for n in differ))
+        except ValueError as e:
+            self._note(f"{name}: per size class not tried: {e}")
+            return []
+        if not self._affordable(2):
+            self._stop("the per-size-class search")
+            return []
+        label = f"{name} per size class: " + "; ".join(
+            f"{c}: " + ", ".join(f"{n}={v[n]}" for n in differ) for c, v in choice.items())
+        m = yield from self._measure(src, label)
+        return [Tried(label, src, {**best.values, "per size class": len(choice)}, m, name)]
+
+    def _tune_constants(self, name: str, source: str, m0: Measure, model: bool):
+        """`params`: the named module constants over their given values, jointly where the grid has at most
+        `max_joint` points, else one at a time from the best so far. Returns [Tried]."""
+        cfg = self.config
+        current = constants(source, cfg.params)
+        names = [n for n in current if not (model and n in cfg.launch_only)]
+        if not names:
+            return []
+        if math.prod(len(cfg.params[n]) for n in names) <= cfg.max_joint:
+            trials = [dict(zip(names, vals)) for vals in itertools.product(*(cfg.params[n] for n in names))]
+            plan = [t for t in trials if any(t[n] != current[n] for n in names)]
+            joint = True
+        else:
+            plan, joint = [(n, v) for n in names for v in cfg.params[n]], False
+        found, chosen, best_m = [], dict(current), m0
+        for item in plan:
+            t = item if joint else {**chosen, item[0]: item[1]}
+            if not joint and t[item[0]] == chosen[item[0]]:
+                continue
+            if not self._affordable(2):
+                self._stop("the constant search")
+                break
+            src = source
+            for k, v in t.items():
+                src = set_constant(src, k, v)
+            label = f"{name} with " + ", ".join(f"{k}={v}" for k, v in t.items())
+            m = yield from self._measure(src, label)
+            found.append(Tried(label, src, t, m, name))
+            if self._better(m, best_m):
+                best_m, chosen = m, t
+        return found
+
+    def _tune_table(self, name: str, source: str, table: dict, m0: Measure):
+        """A rewrite's per-size table: per size (next power of two of the config's `table['field']`), the value
+        with the best per-config speedup, from one measure per value on every size. Returns [Tried]."""
         keys = {i: next_pow2(c.get(table["field"], 1)) for i, (c, _) in m0.per_config.items()}
-        results = {}  # value -> Measure
-        found = []
+        results, found = {}, []
         for v in table["values"]:
             if not self._affordable(2):
-                self._say("step budget reached: per-size search stopped")
+                self._stop("the per-size table search")
                 return found
             src = set_table(source, table["name"], {k: v for k in set(keys.values())})
             label = f"{name} with {table['name']} = {v} for every size"
-            m = yield from self._try(src, label)
-            found.append((m, src, label))
+            m = yield from self._measure(src, label)
+            found.append(Tried(label, src, {table["name"]: v}, m, name))
             if m.correct and m.per_config:
                 results[v] = m
         if len(results) < 2 or not self._affordable(2):
@@ -359,6 +465,6 @@ class TunerPolicy:
         if len(set(choice.values())) > 1:
             src = set_table(source, table["name"], choice)
             label = f"{name} with {table['name']} = {choice} (best per size)"
-            m = yield from self._try(src, label)
-            found.append((m, src, label))
+            m = yield from self._measure(src, label)
+            found.append(Tried(label, src, {table["name"]: str(choice)}, m, name))
         return found
