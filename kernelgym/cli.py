@@ -1,5 +1,6 @@
 """Command line: ``kernelgym list``, ``kernelgym run --task triton-rmsnorm --policy tuner``,
-``kernelgym validate TASK_DIR``, ``kernelgym unseen RUN_DIR`` and ``kernelgym export RUN_DIR --minari ID``.
+``kernelgym validate TASK_DIR``, ``kernelgym unseen RUN_DIR``, ``kernelgym export RUN_DIR --minari ID``,
+``kernelgym report RUN_DIR...`` and ``kernelgym compare RUN_A RUN_B`` (the last two: kernelgym/report/commands.py).
 
 User folders join the built-in ones through ``--tasks-dir`` / ``$KERNELGYM_TASKS_PATH``, ``--policies-dir`` /
 ``$KERNELGYM_POLICIES_PATH`` and ``--hardware-dir`` / ``$KERNELGYM_HARDWARE_PATH`` (each flag may be repeated).
@@ -690,6 +691,8 @@ def main(argv: list[str] | None = None) -> int:
     export.add_argument("--algorithm", default=None, help="the policy's name, for the dataset's metadata")
     export.add_argument("--author", default=None, help="for the dataset's metadata")
     export.set_defaults(func=cmd_export)
+    from kernelgym.report.commands import add_report_commands  # `report` and `compare` (kernelgym/report/)
+    add_report_commands(sub)
     try:
         args = parser.parse_args(argv)
         try:
