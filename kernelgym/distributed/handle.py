@@ -1,0 +1,151 @@
+"""`EnvHandle`: one env's actor seen from the driver, with what it takes to re-run the episode if it dies.
+
+A handle keeps the current episode's seed, reset options and actions. When the actor dies during a call (kill -9,
+OOM, its node lost), Ray restarts it (``max_restarts``) with a fresh env, and the handle replays the episode on it:
+the same seed, then the same actions, which rebuilds the workspace the policy saw; the call's result is the replayed
+one, so no reward is lost and none comes from a half-run episode. When the replays are spent (or the actor cannot
+come back), the call's result is an infra fault: a truncated step with reward 0 and ``info["outcome"] ==
+"infra_fault"``, so the next step resets on a new actor, as after any episode end.
+"""
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import numpy as np
+
+from kernelgym.distributed.env_actor import remote_env_actor
+from kernelgym.grader.outcome import INFRA_FAULT
+
+#: Seeds drawn for resets that give none (autoresets), so a replayed episode is the same episode.
+_SEED_HIGH = 2**31 - 1
+
+
+def _lost() -> tuple[type[BaseException], ...]:
+    """The Ray errors that mean the actor's process is gone or restarting (Ray is imported only when used)."""
+    import ray.exceptions
+
+    return ray.exceptions.RayActorError, ray.exceptions.ActorUnavailableError
+
+#: How long a call waits for a restarting actor to come back before that try counts as failed.
+RESTART_WAIT_S = 120.0
+
+
+def _call_when_up(call):
+    """``ray.get(call())``, called again while the actor is restarting (ActorUnavailableError), up to
+    `RESTART_WAIT_S`; the last error is raised after that."""
+    import ray
+
+    deadline = time.monotonic() + RESTART_WAIT_S
+    while True:
+        try:
+            return ray.get(call())
+        except ray.exceptions.ActorUnavailableError:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.5)
+
+
+class EnvLostError(RuntimeError):
+    """An env's actor died during a reset and could not be brought back by `episode_retries` new attempts."""
+
+
+class EnvHandle:
+    """One remote env and its current episode's log.
+
+    Args:
+        env_id: the env's id. env_kwargs: its `KernelArenaEnv` arguments.
+        options: the actor's Ray options (placement.actor_options).
+        episode_retries: replays of an episode after its actor died, before the step is reported as an infra fault.
+
+    Attributes:
+        actor: the Ray actor handle (replaced by a new actor when the old one cannot restart).
+        replays: episodes replayed so far on this handle (each death survived counts one).
+    """
+
+    def __init__(self, env_id: str, env_kwargs: dict[str, Any], options: dict[str, Any], episode_retries: int = 1):
+        if episode_retries < 0:
+            raise ValueError(f"episode_retries must be at least 0, got {episode_retries}")
+        self.env_id, self._env_kwargs, self._options = env_id, env_kwargs, options
+        self.episode_retries = episode_retries
+        self.actor = remote_env_actor(env_id, env_kwargs, options)
+        self.replays = 0
+        self._rng = np.random.default_rng()
+        self._seed: int | None = None
+        self._reset_options: dict[str, Any] | None = None
+        self._actions: list[Any] = []
+        self._pending: list[Any] = []  # the actions of the episode including the call in flight
+
+    def reset(self, seed: int | None = None, options: dict[str, Any] | None = None):
+        """Start a reset on the actor; returns its ObjectRef (resolve it with `result`)."""
+        if seed is not None:
+            self._rng = np.random.default_rng(seed)
+        else:
+            seed = int(self._rng.integers(0, _SEED_HIGH))
+        self._seed, self._reset_options, self._actions, self._pending = seed, options, [], []
+        return self.actor.reset.remote(seed=seed, options=options)
+
+    def step(self, action: Any):
+        """Start a step on the actor; returns its ObjectRef (resolve it with `result`)."""
+        self._pending = [*self._actions, action]
+        return self.actor.step.remote(action)
+
+    def result(self, ref) -> tuple:
+        """The result of the call `ref` (from `reset` or `step`): (observation, info) or (observation, reward,
+        terminated, truncated, info); replayed on a restarted actor if this one died.
+
+        Raises:
+            EnvLostError: a reset could not be run on any actor (a step reports an infra fault instead).
+        """
+        import ray
+
+        try:
+            out = ray.get(ref)
+        except _lost() as e:
+            out = self._recover(e)
+        self._actions = self._pending
+        return out
+
+    def _recover(self, error: Exception) -> tuple:
+        import ray
+
+        # A reset has nothing to replay: it gets at least one more try, on a new actor if the old one is gone.
+        for attempt in range(max(self.episode_retries, 0 if self._pending else 1)):
+            if attempt:  # the restarted actor died too: the next try is on a new actor (a node lost for good)
+                ray.kill(self.actor, no_restart=True)
+                self.actor = remote_env_actor(self.env_id, self._env_kwargs, self._options)
+            try:
+                out = _call_when_up(lambda: self.actor.replay.remote(self._seed, self._reset_options,
+                                                                     self._pending))
+            except _lost() as e:
+                error = e
+                continue
+            self.replays += 1
+            out[-1]["replays"] = self.replays
+            return out
+        message = (f"infra fault: the actor of {self.env_id} died and its episode could not be re-run "
+                   f"({self.episode_retries} replay(s) allowed): {type(error).__name__}: {error}")
+        if not self._pending:
+            raise EnvLostError(message)
+        # A new actor for the reset that follows this episode's end, whatever became of the old one.
+        ray.kill(self.actor, no_restart=True)
+        self.actor = remote_env_actor(self.env_id, self._env_kwargs, self._options)
+        info = {"task": self.env_id, "step": len(self._pending), "action_kind": "none", "action_error": message,
+                "grade": {}, "outcome": INFRA_FAULT, "infra_error": message}
+        return {"output": message, "prompt": ""}, 0.0, False, True, info
+
+    def placement(self) -> dict[str, Any]:
+        """The actor's `EnvActor.placement` (node, pid, GPU ids)."""
+        import ray
+
+        return ray.get(self.actor.placement.remote())
+
+    def close(self) -> None:
+        """Close the env and end the actor. A dead actor is just ended."""
+        import ray
+
+        try:
+            ray.get(self.actor.close.remote())
+        except ray.exceptions.RayActorError:
+            pass
+        ray.kill(self.actor, no_restart=True)
