@@ -605,13 +605,33 @@ def add_search_dirs(parser: argparse.ArgumentParser, policies: bool = True) -> N
 
 
 def cmd_export(args: argparse.Namespace) -> int:
-    from kernelgym.offline import to_minari
+    """`kernelgym export`: the whole episodes of runs as a Minari dataset (--minari), a Parquet dataset of chat
+    conversations (--parquet, kernelgym/export_parquet.py), or both. Paths that are no run directory or
+    trajectory file (a shell glob's other matches) are skipped with a warning."""
+    from kernelgym.offline import to_minari, trajectory_sources
 
-    paths = [Path(p) for p in args.runs]
+    if not (args.minari or args.parquet):
+        raise KernelGymError("kernelgym export: give --minari DATASET_ID, --parquet DIR, or both")
+    paths, skipped = trajectory_sources(args.runs)
+    for line in skipped:
+        console.print(f"[yellow]skipped:[/] {escape(line)}", soft_wrap=True)
+    if not paths:
+        raise KernelGymError(f"none of the {len(args.runs)} path(s) is a run directory or trajectory file")
+    if args.parquet:
+        from kernelgym.export_parquet import to_parquet
+        export = to_parquet(paths, args.parquet)
+        console.print(f"Parquet dataset [bold]{escape(str(export.path))}[/]: {len(export.rows)} episode"
+                      f"{'' if len(export.rows) == 1 else 's'} (one row each: messages, tools, reward, outcome, grade, "
+                      f"...)", soft_wrap=True)
+        _print_left_out(export.report)
+        console.print(f"load it with: datasets.load_dataset('parquet', data_files={str(export.path)!r})  "
+                      f"(docs/OFFLINE.md)", soft_wrap=True)
+    if not args.minari:
+        return 0
     env_ids = set()
     for path in paths:  # the env id of each run, from run.json where there is one, for the dataset's description
         try:
-            env_ids.add(json.loads(((path if path.is_dir() else path.parent) / RUN_SETTINGS).read_text())["task"])
+            env_ids.add(json.loads((path.parent / RUN_SETTINGS).read_text())["task"])
         except (OSError, ValueError, KeyError, TypeError):
             pass
     dataset, report = to_minari(paths, args.minari, data_format=args.data_format,
@@ -619,11 +639,42 @@ def cmd_export(args: argparse.Namespace) -> int:
                                 algorithm_name=args.algorithm, author=args.author)
     console.print(f"Minari dataset [bold]{escape(args.minari)}[/]: {dataset.total_episodes} episodes, "
                   f"{dataset.total_steps} steps, at {escape(str(dataset.storage.data_path.parent))}")
+    _print_left_out(report)
+    console.print("load it with: minari.load_dataset(" + repr(args.minari) + ")  (docs/OFFLINE.md)")
+    return 0
+
+
+def _print_left_out(report) -> None:
+    """The episodes an export left out (a ReadReport's counts), if any."""
     if report.unfinished or report.failed:
         console.print(f"[yellow]left out: {report.unfinished} unfinished episode(s) (the run was killed), "
                       f"{report.failed} in which the env raised[/]")
-    console.print("load it with: minari.load_dataset(" + repr(args.minari) + ")  (docs/OFFLINE.md)")
-    return 0
+
+
+def cmd_replay(args: argparse.Namespace) -> int:
+    """`kernelgym replay`: re-run a recorded episode's actions (kernelgym/replay.py); exit 0 when its grade came
+    back, 1 when not (2, through KernelGymError, for bad input)."""
+    from kernelgym.replay import replay_episode
+
+    sandbox = "none" if args.no_sandbox else None
+    with console.status(f"replaying episode {args.episode} of {args.trajectory}"):
+        result = replay_episode(args.trajectory, args.episode, run_dir=args.run_dir, sandbox=sandbox)
+    table = Table(title=f"Replay of episode {result.episode_id}", title_justify="left")
+    for col in ("check", "recorded", "replayed", "result", "note"):
+        table.add_column(col, overflow="fold")
+    marks = {True: "[green]same[/]", False: "[red]DIFFERENT[/]", None: "[dim]shown[/]"}
+    for c in result.checks:
+        table.add_row(escape(c.name), escape(str(c.recorded)), escape(str(c.replayed)), marks[c.ok], escape(c.note))
+    console.print(table)
+    for note in result.notes:
+        console.print(f"[yellow]note:[/] {escape(note)}", soft_wrap=True)
+    console.print(f"replay: {result.replay_dir}", soft_wrap=True)
+    if result.matched:
+        console.print("[green]the recorded grade came back[/]")
+        return 0
+    failed = [c.name for c in result.checks if c.ok is False]
+    console.print(f"[red]the grade did not come back: {escape(', '.join(failed))} differ[/]", soft_wrap=True)
+    return 1
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -681,16 +732,30 @@ def main(argv: list[str] | None = None) -> int:
     unseen.add_argument("--seed", type=int, default=0, help="which set of private unseen configs")
     unseen.add_argument("--no-sandbox", action="store_true", help="run kernels unisolated (trusted kernels only)")
     unseen.set_defaults(func=cmd_unseen)
-    export = sub.add_parser("export", help="write the episodes of runs as an offline-RL dataset (Minari)")
+    export = sub.add_parser("export", help="write the episodes of runs as a dataset: Minari (offline RL) or Parquet (chat messages, for SFT)")
     export.add_argument("runs", nargs="+", metavar="RUN", help="run directories of `kernelgym run`, or trajectory "
                         "JSONL files")
-    export.add_argument("--minari", required=True, metavar="DATASET_ID", help="the Minari dataset id to write, e.g. "
+    export.add_argument("--minari", default=None, metavar="DATASET_ID", help="the Minari dataset id to write, e.g. "
                         "kernelgym/rmsnorm/tuner-v0 (under $MINARI_DATASETS_PATH, default ~/.minari/datasets)")
+    export.add_argument("--parquet", default=None, metavar="DIR", help="write DIR/train.parquet: one row per episode, "
+                        "its messages (chat format, tool calls), tools, reward, outcome and grade (docs/OFFLINE.md)")
     export.add_argument("--data-format", choices=("arrow", "hdf5"), default="arrow",
                         help="Minari's storage (hdf5 needs h5py)")
     export.add_argument("--algorithm", default=None, help="the policy's name, for the dataset's metadata")
     export.add_argument("--author", default=None, help="for the dataset's metadata")
     export.set_defaults(func=cmd_export)
+    replay = sub.add_parser("replay", help="re-run a recorded episode's actions in a fresh env and check that its "
+                            "grade comes back (exit 0: it did, 1: it did not, 2: bad input)")
+    replay.add_argument("trajectory", metavar="TRAJECTORY", help="a run directory of `kernelgym run`, or a "
+                        "trajectories.jsonl file")
+    replay.add_argument("--episode", type=positive_int, default=1, help="which whole episode of the file, from 1 "
+                        "(default 1)")
+    replay.add_argument("--run-dir", default=os.environ.get("KERNELGYM_RUN_DIR", "kernelgym-runs"),
+                        help="parent folder of the replay's run directory (default $KERNELGYM_RUN_DIR or "
+                        "./kernelgym-runs)")
+    replay.add_argument("--no-sandbox", action="store_true", help="run unisolated (trusted episodes only; default: "
+                        "as the run was made)")
+    replay.set_defaults(func=cmd_replay)
     from kernelgym.report.commands import add_report_commands  # `report` and `compare` (kernelgym/report/)
     add_report_commands(sub)
     try:

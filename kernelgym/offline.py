@@ -116,6 +116,50 @@ def read_episodes(paths: Iterable[str | Path]) -> ReadReport:
     return report
 
 
+#: Bytes of a file's first line read to tell a trajectory file from another file (a PNG has no early newline).
+_FIRST_LINE_BYTES = 1 << 20
+
+
+def trajectory_sources(paths: Iterable[str | Path]) -> tuple[list[Path], list[str]]:
+    """The trajectory files among `paths`, as a shell glob gives them (``kernelgym export kernelgym-runs/*`` also
+    matches folders and files that are no run: a training example's output folder, a learning-curve PNG), and one
+    line per path left out, saying why.
+
+    A run directory stands for its ``trajectories.jsonl``; a file is kept when its first line is a
+    `TRAJECTORY_FORMAT` record (an empty file is kept: a run killed before its first reset). A kept file may still
+    be broken further on: `read_episodes` raises for that.
+
+    Raises:
+        KernelGymError: a path does not exist (a typo is not skipped quietly).
+    """
+    kept: list[Path] = []
+    skipped: list[str] = []
+    for path in map(Path, paths):
+        if not path.exists():
+            raise KernelGymError(f"{path}: no such file or directory (expected a run directory of `kernelgym run`, "
+                                 f"or a trajectories.jsonl file)")
+        if path.is_dir():
+            if (path / "trajectories.jsonl").is_file():
+                kept.append(path / "trajectories.jsonl")
+                continue
+            runs = sorted(p.parent.name for p in path.glob("*/trajectories.jsonl"))
+            hint = f"; it holds runs: give {path}/* instead" if runs else ""
+            skipped.append(f"{path}: not a run directory (no trajectories.jsonl){hint}")
+            continue
+        try:
+            with path.open("rb") as f:
+                first = next((line for line in iter(lambda: f.readline(_FIRST_LINE_BYTES), b"") if line.strip()),
+                             b"")
+            record = json.loads(first.decode()) if first.strip() else None
+        except (OSError, UnicodeDecodeError, ValueError):
+            record = {}
+        if record is None or (isinstance(record, dict) and record.get("format") == TRAJECTORY_FORMAT):
+            kept.append(path)
+        else:
+            skipped.append(f"{path}: not a trajectory file (its first line is no {TRAJECTORY_FORMAT} record)")
+    return kept, skipped
+
+
 def space_action(action: Any) -> dict:
     """`action` as sent to the env, in the action space's form (`kernelgym.spaces.action_space`): parsed where it
     is well formed; else its `kind` where that is a known kind (else ``shell``) with its fields empty."""
