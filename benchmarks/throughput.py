@@ -3,9 +3,11 @@ for a fixed time (the issue-24 measure: what an RL loop that grades every episod
 
     python benchmarks/throughput.py --task triton-rmsnorm --envs 1,8 --seconds 120 --out throughput.json
 
-Each process makes one env (with its share of the CPU cores as torch's threads: cores / N, as one runs N envs on a host) (default GraderConfig: the observer as configured by default) and records, per episode,
-the reset and submit wall times (s) and the reward. The result per N: gradings, wall seconds, gradings per hour,
-first and later per-grading times, submit-to-reward median and p95, the GPU's busy fraction (nvidia-smi), the
+Each process makes one env (with its share of the CPU cores as torch's threads: cores / N, as one runs N envs on a
+host; the default GraderConfig, the observer as configured by default) and records, per episode, the reset and
+submit wall times (s), the reward, and the CPU seconds of the env's own process. The result per N: gradings, wall
+seconds, gradings per hour, first and later per-grading times, submit-to-reward median and p95, the GPU's and the
+host CPU's busy fractions (nvidia-smi, /proc/stat), the host's and the env processes' CPU seconds per grading, the
 median of each grading phase (the grade's `phases_s`, and the checked and observed runs' own logged phases), and the
 rewards seen; and, since each grading times the untouched baseline against itself, the noise: median and p95 of
 |speedup - 1|. On the CPU interpreter nothing is timed (rewards 120): there it checks the plumbing only.
@@ -68,11 +70,16 @@ def _worker(task: str, seconds: float, run_dir: str, queue, threads: int) -> Non
     deadline = time.monotonic() + seconds
     try:
         while time.monotonic() < deadline:
-            t0 = time.monotonic()
+            t0, cpu0 = time.monotonic(), os.times()
             env.reset(seed=len(rows))
             t1 = time.monotonic()
             _, reward, *_ = env.step({"kind": "submit"})
-            rows.append({"reset_s": t1 - t0, "submit_s": time.monotonic() - t1, "reward": reward,
+            cpu1 = os.times()
+            # CPU seconds of this env's own process (references, comparisons, the trusted side); the sandboxed
+            # processes are not its waited-for children (bwrap's pid 1 reaps them), so the host's share is measured
+            # from /proc/stat instead (`measure`).
+            cpu = {"cpu_parent_s": cpu1.user + cpu1.system - cpu0.user - cpu0.system}
+            rows.append({"reset_s": t1 - t0, "submit_s": time.monotonic() - t1, "reward": reward, **cpu,
                          "done_at_s": time.monotonic() - (deadline - seconds), **_grading_detail(env)})
     except Exception as e:  # reported, never hidden: a benchmark that fails says where
         rows.append({"error": f"{type(e).__name__}: {e}"})
@@ -170,7 +177,11 @@ def measure(task: str, n_envs: int, seconds: float, run_root: Path) -> dict:
             "first_grading_s": [round(x, 2) for x in firsts],
             "later_grading_s_median": round(statistics.median(later), 2) if later else None,
             "submit_s_median": _q(sub, 0.5), "submit_s_p95": _q(sub, 0.95),
-            "gpu_busy_fraction": busy, "cpu_busy_fraction": cpu_busy, **_noise([r.get("speedup") for r in rows]), "phases_s_median": _medians([r["phases_s"] for r in later_rows]),
+            "gpu_busy_fraction": busy, "cpu_busy_fraction": cpu_busy,
+            "host_cpu_s_per_grading": round(cpu_busy * (os.cpu_count() or 1) * wall_s / len(rows), 2)
+            if rows and cpu_busy is not None else None,
+            "env_process_cpu_s_per_grading": round(statistics.fmean([r["cpu_parent_s"] for r in rows]), 2)
+            if rows else None, **_noise([r.get("speedup") for r in rows]), "phases_s_median": _medians([r["phases_s"] for r in later_rows]),
             "checked_run_s_median": _medians([r.get("checked_run_s", {}) for r in later_rows]),
             "observed_run_s_median": _medians([r.get("observed_run_s", {}) for r in later_rows]),
             "observer_ahead": sorted({str(r.get("observer_ahead")).split(":")[0] for r in rows}),

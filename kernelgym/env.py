@@ -14,6 +14,7 @@ import gymnasium as gym
 
 from kernelgym.discovery import EPISODE_RECORD
 from kernelgym.grader import Grade, GraderConfig
+from kernelgym.grader.outcome import is_infra_fault
 from kernelgym.grader.files import tree_bytes as workspace_bytes  # noqa: F401 - kept importable from here
 from kernelgym.grader.files import remove_tree, tree_usage
 from kernelgym.hardware import HardwareProfile, detect_profile
@@ -282,7 +283,12 @@ class KernelArenaEnv(gym.Env):
         return f"edited {rel}: replaced {len(act.old)} characters with {len(act.new)}"
 
     def _grade(self) -> Grade:
-        return self.grader.grade(self.workspace, seed=self._grading_seed)
+        grade = self.grader.grade(self.workspace, seed=self._grading_seed)
+        if is_infra_fault(grade.outcome):
+            # The machine failed before any candidate code ran (so the seed is still unseen): grade once more, in a
+            # fresh process; a second fault stands, as infra_fault, never as the kernel's failure.
+            grade = self.grader.grade(self.workspace, seed=self._grading_seed)
+        return grade
 
     def _info(self, kind: str, error: str, grade: Grade | None) -> dict[str, Any]:
         return {"task": self.task.env_id, "hardware": self.hardware.id, "step": getattr(self, "steps", 0),

@@ -68,3 +68,22 @@ def test_a_sandbox_that_cannot_start_is_an_infra_fault_not_the_kernels(grade, mo
 ])
 def test_the_episode_outcome(grade_dict, error, expected):
     assert episode_outcome(grade_dict, error) == expected
+
+
+def test_the_env_grades_once_more_after_an_infra_fault(tmp_path, monkeypatch, require_bwrap):
+    import kernelgym  # noqa: F401 - registers the envs
+    import gymnasium as gym
+    from kernelgym.grader.grader import Grader
+    real, calls = Grader._readonly, []
+
+    def fails_first(self):
+        calls.append(1)
+        return [*real(self), *([Path("/nonexistent/kernelgym-infra-test")] if len(calls) == 1 else [])]
+
+    monkeypatch.setattr(Grader, "_readonly", fails_first)
+    env = gym.make("KernelArena/triton-rmsnorm-v0", hardware="cpu-interpreter", run_dir=str(tmp_path),
+                   grader=GraderConfig(warm_worker=False), spawn_ahead=False)
+    env.reset(seed=3)
+    _, reward, terminated, _, info = env.step({"kind": "submit"})
+    env.close()
+    assert terminated and reward == 120.0 and info["grade"]["outcome"] == outcome.CORRECT_NOT_TIMED
