@@ -5,10 +5,14 @@
 #     bash benchmarks/gpu_issue24.sh all       # one call: rmsnorm at 1, 8 and 16 envs, matmul at 8, then the
 #                                               issue-25 learning loop (about 9 min)
 #     bash benchmarks/gpu_issue24.sh quality     # noise (rmsnorm against itself, 20 gradings), baselines 220 +- 1%
+#     bash benchmarks/gpu_issue24.sh final       # one call: rmsnorm at 1, 8 and 16 envs, matmul at 8 over a longer
+#                                               window (past its autotuning), cuda-softmax's reset at 1 env (7 min)
+#     bash benchmarks/gpu_issue24.sh baselines   # every Triton baseline graded once (220 +- 1%), about 4 min
+# COMMIT=<hash> names the commit measured in machine.txt (the device's copy of .git is not the checkout's).
 # Copy $OUT into benchmarks/results/ with the machine and date.
 source benchmarks/gpu_setup.sh
 mkdir -p "$OUT"
-(nvidia-smi --query-gpu=name,driver_version --format=csv; nproc; python3 -c "import torch, triton; print(torch.__version__, triton.__version__)"; date -u; git rev-parse HEAD 2>/dev/null) > "$OUT/machine.txt" 2>&1
+(nvidia-smi --query-gpu=name,driver_version --format=csv; nproc; python3 -c "import torch, triton; print(torch.__version__, triton.__version__)"; date -u; echo "commit ${COMMIT:-$(git rev-parse HEAD 2>/dev/null)}") > "$OUT/machine.txt" 2>&1
 tp() { timeout "$1" python3 benchmarks/throughput.py --task "$2" --envs "$3" --seconds "$4" --out "$OUT/$5" 2>&1 | grep -v "^\s*$" | cut -c1-600; }
 case "$1" in
 breakdown)
@@ -30,6 +34,17 @@ all)
     echo "learning_loop.py: exit $?, $(( $(date +%s) - start )) s" | tee -a "$OUT/machine.txt"
     tail -6 "$OUT/learning_loop.log"
     tp 100 triton-matmul 8 50 all_matmul_n8.json
+    ;;
+final)
+    tp 80 triton-rmsnorm 1 35 final_rmsnorm_n1.json
+    tp 100 triton-rmsnorm 8 50 final_rmsnorm_n8.json
+    tp 110 triton-rmsnorm 16 50 final_rmsnorm_n16.json
+    tp 180 triton-matmul 8 110 final_matmul_n8.json
+    tp 100 cuda-softmax 1 40 final_cuda_softmax_n1.json
+    ;;
+baselines)
+    timeout 250 python3 benchmarks/task_suite.py --n 1 --observed 1 --fast-n 0 --no-unseen --budget-s 240 --out "$OUT/baselines.json" > "$OUT/baselines.log" 2>&1
+    grep -E "^\||error" "$OUT/baselines.log" | head -40
     ;;
 quality)
     timeout 300 python3 benchmarks/task_suite.py --only triton-rmsnorm --n 20 --observed 20 --fast-n 0 --no-unseen --budget-s 280 --out "$OUT/noise_rmsnorm.json" > "$OUT/noise_rmsnorm.log" 2>&1
