@@ -1,0 +1,113 @@
+"""`kernelgym replay TRAJECTORY` (kernelgym/replay.py): a recorded scripted episode replayed on the CPU interpreter
+gives its grade back (exit 0); a recording whose score and one verdict were tampered with does not (exit 1, the
+differing checks named); bad input exits 2. The timed comparison (noise bands) is checked on grades made up here."""
+from __future__ import annotations
+
+import json
+import shutil
+
+import pytest
+
+from kernelgym.cli import main
+from kernelgym.replay import REPLAY_RECORD, compare_grades
+
+ACTIONS = [{"kind": "edit_file", "path": "kernel.py", "old": "BLOCK_SIZE = 1024", "new": "BLOCK_SIZE = 512"},
+           {"kind": "read_file", "path": "missing.py"},  # an action error: no such file
+           {"kind": "shell"}]  # an action error: no cmd
+
+
+@pytest.fixture(scope="module")
+def recorded_run(tmp_path_factory):
+    """The run directory of one scripted episode on the CPU interpreter."""
+    if shutil.which("bwrap") is None:  # not a skip: the suite's sandbox claims must be shown
+        pytest.fail("bubblewrap is required for the test suite: apt-get install bubblewrap (.ci/run does this)")
+    runs = tmp_path_factory.mktemp("runs")
+    assert main(["run", "--task", "triton-rmsnorm", "--policy", "scripted", "--policy-config",
+                 json.dumps({"actions": ACTIONS}), "--run-dir", str(runs), "--seed", "3"]) == 0
+    (run_dir,) = runs.iterdir()
+    return run_dir
+
+
+def _records(run_dir):
+    return [json.loads(line) for line in (run_dir / "trajectories.jsonl").read_text().splitlines()]
+
+
+def test_a_replay_gives_the_recorded_grade_back(recorded_run, tmp_path, capsys):
+    assert main(["replay", str(recorded_run), "--run-dir", str(tmp_path)]) == 0
+    printed = capsys.readouterr().out
+    assert "the recorded grade came back" in printed
+    (replay_dir,) = tmp_path.iterdir()
+    record = json.loads((replay_dir / REPLAY_RECORD).read_text())
+    assert record["matched"] is True and record["notes"] == []
+    checks = {c["name"]: c for c in record["checks"]}
+    assert checks["score"]["recorded"] == checks["score"]["replayed"] == 120.0
+    assert checks["refused actions"]["replayed"] == "steps 2, 3"  # the missing file and the shell without cmd
+    assert sum(name.startswith("config ") for name in checks) == 3
+    replayed = [r["action"] for r in _records(replay_dir) if r["event"] == "step"]
+    assert replayed == ACTIONS + [{"kind": "submit"}]
+    episode_id = _records(replay_dir)[0]["episode_id"]  # reset with the recorded seed
+    assert json.loads((replay_dir / "episodes" / episode_id / "episode.json").read_text())["seed"] == 3
+
+
+def test_a_tampered_recording_is_reported(recorded_run, tmp_path, capsys):
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    shutil.copy(recorded_run / "run.json", run_dir)
+    records = _records(recorded_run)
+    (run_dir / "episodes" / records[0]["episode_id"]).mkdir(parents=True)
+    shutil.copy(recorded_run / "episodes" / records[0]["episode_id"] / "episode.json",
+                run_dir / "episodes" / records[0]["episode_id"])
+    grade = records[-1]["info"]["grade"]
+    grade["score"] = 119.0
+    grade["configs"][1]["correct"] = False
+    (run_dir / "trajectories.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
+
+    assert main(["replay", str(run_dir / "trajectories.jsonl"), "--run-dir", str(tmp_path / "replays")]) == 1
+    printed = capsys.readouterr().out
+    config = json.dumps(grade["configs"][1]["config"], sort_keys=True)
+    assert f"the grade did not come back: score, config {config} differ" in printed
+
+
+def test_bad_input_exits_2(recorded_run, tmp_path, capsys):
+    assert main(["replay", str(recorded_run), "--episode", "2", "--run-dir", str(tmp_path)]) == 2
+    assert "no episode 2; it holds 1 whole episode: give --episode 1..1" in capsys.readouterr().out
+    (tmp_path / "notes.jsonl").write_text('{"hello": 1}\n')
+    assert main(["replay", str(tmp_path / "notes.jsonl"), "--run-dir", str(tmp_path)]) == 2
+    assert "not a kernelgym.trajectory/1 record" in capsys.readouterr().out
+    assert main(["replay", str(tmp_path / "absent.jsonl")]) == 2
+    assert not any(p.is_dir() for p in tmp_path.iterdir())  # nothing was replayed
+
+
+def _timed_grade(speedups, bands, outcome="faster"):
+    configs = [{"config": {"n": i}, "correct": True, "speedup": s, "noise_band": b}
+               for i, (s, b) in enumerate(zip(speedups, bands))]
+    return {"interpreter": False, "compiled": True, "correct": True, "outcome": outcome, "configs": configs,
+            "speedup": sum(speedups) / len(speedups), "score": 120 + 100 * sum(speedups) / len(speedups)}
+
+
+def test_timed_grades_agree_within_the_noise_band():
+    recorded = _timed_grade([1.10, 1.00], [[1.08, 1.12], [0.99, 1.01]])
+    close = _timed_grade([1.11, 1.005], [[1.09, 1.13], [0.995, 1.02]], outcome="no_gain")
+    assert all(c.ok is not False for c in compare_grades(recorded, close))
+    assert next(c for c in compare_grades(recorded, close) if c.name == "score").ok is None  # shown, not compared
+
+    # the second config's speedup left both bands; so did the mean (1.075 against the mean band [1.035, 1.065])
+    far = _timed_grade([1.10, 1.05], [[1.08, 1.12], [1.04, 1.06]])
+    assert [c.name for c in compare_grades(recorded, far) if c.ok is False] == ["speedup (mean)",
+                                                                                'config {"n": 1} speedup']
+    # a timed grade without bands (an older run): within NO_BAND_TOLERANCE (2%) of the recorded speedup
+    plain = _timed_grade([1.10], [None])
+    assert all(c.ok is not False for c in compare_grades(plain, _timed_grade([1.11], [None])))
+    assert not all(c.ok is not False for c in compare_grades(plain, _timed_grade([1.20], [None])))
+
+
+def test_untimed_grades_must_be_identical():
+    recorded = {"interpreter": True, "compiled": True, "correct": True, "outcome": "correct_not_timed",
+                "score": 120.0, "configs": [{"config": {"n": 0}, "correct": True}]}
+    assert all(c.ok for c in compare_grades(recorded, dict(recorded)))
+    wrong = {**recorded, "correct": False, "outcome": "incorrect", "score": 20.0,
+             "configs": [{"config": {"n": 0}, "correct": False}]}
+    assert [c.name for c in compare_grades(recorded, wrong) if c.ok is False] == [
+        "correct", "outcome", "score", 'config {"n": 0}']
+    missing = {**recorded, "configs": []}
+    assert [c.name for c in compare_grades(recorded, missing) if c.ok is False] == ['config {"n": 0}']
