@@ -1,15 +1,25 @@
-"""The tuner policy: it optimizes bench.py's measure, never submits a variant its measure says is not faster than the
-original, keeps to the step budget, and on the CPU main job ends correct with a kernel that moves fewer bytes."""
+"""The tuner policy: it finds any Triton task's launch parameters in the source, optimizes bench.py's measure, never
+submits a variant its measure does not put beyond the original's noise band, keeps to the step and time budgets,
+falls back to the original where it cannot parse the kernel, and says on the CPU interpreter what the 120 means."""
 import re
+import sys
+import types
 
 import pytest
 
+from kernelgym.policies.tuner.launch_params import (UnparsableKernel, dispatch_by_size_class, find_launch_params,
+                                                    set_params)
+from kernelgym.policies.tuner.measure import SIZE_CLASS_CMD
 from kernelgym.policy import DEFAULT_POLICIES_ROOT, load_policy
 from kernelgym.task import DEFAULT_TASKS_ROOT
 
 TASK_KERNEL = (DEFAULT_TASKS_ROOT / "triton" / "rmsnorm" / "kernel.py").read_text()
 ONE_PASS = (DEFAULT_POLICIES_ROOT / "tuner" / "rewrites" / "rmsnorm_one_pass.py").read_text()
 CHECK_OK = "CHECK correct=3/3 time_ms=nan\n"
+
+
+def source(task):
+    return (DEFAULT_TASKS_ROOT / "triton" / task / "kernel.py").read_text()
 
 
 def bench(kind, mean, ratio="nan", per=None, band=None):
@@ -24,8 +34,8 @@ class Driver:
     """Feeds a tuner the measure's output per variant: `answer(content)` -> the measure command's output for the
     kernel file written last."""
 
-    def __init__(self, policy, answer, prompt="You have 50 steps and 3600 s"):
-        self.policy, self.answer = policy, answer
+    def __init__(self, policy, answer, prompt="You have 50 steps and 3600 s", size_classes=""):
+        self.policy, self.answer, self.size_classes = policy, answer, size_classes
         self.actions = []
         policy.reset({"output": "", "prompt": prompt}, {})
 
@@ -40,6 +50,8 @@ class Driver:
                 obs = {"output": current}
             elif a["kind"] == "write_file":
                 current, obs = a["content"], {"output": "wrote"}
+            elif a["cmd"] == SIZE_CLASS_CMD:
+                obs = {"output": self.size_classes}
             else:
                 obs = {"output": self.answer(current)}
 
@@ -116,11 +128,11 @@ def test_stays_within_the_step_budget():
     assert len(d.actions) <= 12 and d.actions[-1] == {"kind": "submit"}
 
 
-def test_main_job_on_the_cpu_ends_correct_with_fewer_bytes(tmp_path, require_bwrap):
+def test_main_job_on_the_cpu_ends_correct_with_fewer_bytes_and_says_what_120_means(tmp_path, require_bwrap, capsys):
     from kernelgym.env import KernelArenaEnv
     from kernelgym.rollout import rollout
     env = KernelArenaEnv("triton-rmsnorm", run_dir=tmp_path, hardware="cpu-interpreter")
-    policy = load_policy("tuner", params={"BLOCK_SIZE": [2048]})
+    policy = load_policy("tuner")
     try:
         result = rollout(env, policy, seed=0)
         final = (env.workspace / "kernel.py").read_text()
@@ -130,6 +142,14 @@ def test_main_job_on_the_cpu_ends_correct_with_fewer_bytes(tmp_path, require_bwr
         assert kept and kept[0]["kind"] == "model" and kept[0]["bytes_ratio"] < 1.0
         original = [e for e in policy.log if e["variant"] == "original"][0]
         assert original["kind"] == "model" and original["bytes_ratio"] == 1.0
+        # The block sizes the finder found were searched (the model sees them); warps and stages were not.
+        assert any("BLOCK_SIZE=" in e["variant"] for e in policy.log)
+        assert not any("NUM_WARPS=" in e["variant"] or "num_stages=" in e["variant"] for e in policy.log)
+        out = capsys.readouterr().out
+        assert "Submitted: rewrite 'rmsnorm one pass per row'" in out and "Changed: " in out
+        assert re.search(r"MODEL estimate of the submitted kernel .*not a measurement\): speedup 1\.\d+x, bytes moved "
+                         r"x0\.\d+ of the original", out)
+        assert "the reward of 120 means the kernel is correct, not that it was timed" in out
     finally:
         env.close()
 
@@ -166,3 +186,149 @@ def test_a_param_the_kernel_does_not_define_is_named(capsys):
     Driver(p, lambda src: bench("measured", 1.0)).run()
     out = capsys.readouterr().out
     assert "params BLOCK_SZE: no module-level integer constant of that name in kernel.py" in out
+
+
+# --- the general tuner: launch parameters found in the source (launch_params.py) ---
+
+@pytest.mark.parametrize("task, blocks, grid, left_alone", [
+    ("matmul", {"BLOCK_M": 64, "BLOCK_N": 64, "BLOCK_K": 32}, {"BLOCK_M", "BLOCK_N"}, []),
+    ("softmax", {"BLOCK_SIZE": 1024}, set(), []),
+    ("sum-dim0", {"BLOCK_M": 32, "BLOCK_N": 128}, {"BLOCK_N"}, []),
+    ("flash-attention", {"BLOCK_M": 64, "BLOCK_N": 64}, {"BLOCK_M"}, ["BLOCK_D=triton.next_power_of_2(head_dim)"]),
+    ("embedding", {"BLOCK_SIZE": 256}, set(), []),
+    ("topk-softmax", {}, set(), ["BLOCK_E=triton.next_power_of_2(n_experts)"]),
+    ("rmsnorm", {"BLOCK_SIZE": 1024}, set(), []),
+])
+def test_the_finder_reads_real_task_sources(task, blocks, grid, left_alone):
+    found = find_launch_params(source(task))
+    by = found.by_name()
+    assert {p.name: p.value for p in found.params if p.kind == "block"} == blocks
+    assert {p.name for p in found.params if p.grid_uses} == grid
+    warps = [p for p in found.params if p.kind == "num_warps"]
+    assert [(p.name, p.where) for p in warps] == [("NUM_WARPS", "constant")]
+    stages = [p for p in found.params if p.kind == "num_stages"]
+    assert len(stages) == 1 and stages[0].where == "absent" and stages[0].value is None
+    for expr in left_alone:
+        assert any(expr in n and "left alone" in n for n in found.notes), found.notes
+    assert all(p.launch_only for p in warps + stages) and not any(by[b].launch_only for b in blocks)
+
+
+def test_set_params_edits_constants_literals_and_adds_num_stages():
+    src = source("matmul")
+    out = set_params(src, {"BLOCK_M": 128, "NUM_WARPS": 8, "matmul_kernel.num_stages": 4})
+    found = find_launch_params(out).by_name()
+    assert (found["BLOCK_M"].value, found["NUM_WARPS"].value) == (128, 8)
+    assert "num_warps=NUM_WARPS, num_stages=4)" in out and "BLOCK_M = 128\n" in out
+    literal = ("import triton\nimport triton.language as tl\n\n@triton.jit\ndef k(x, BLOCK: tl.constexpr):\n    pass\n\n"
+               "def f(x):\n    k[(1,)](x, BLOCK=256, num_warps=4,)\n")
+    found = find_launch_params(literal).by_name()
+    assert found["k.BLOCK"].where == "literal" and found["k.BLOCK"].candidates() == [128, 512, 64, 1024]
+    out = set_params(literal, {"k.BLOCK": 512, "k.num_warps": 2, "k.num_stages": 2})
+    assert "k[(1,)](x, BLOCK=512, num_warps=2, num_stages=2)" in out
+
+
+@pytest.mark.parametrize("text, reason", [
+    ("def broken(:\n", "not valid Python (line 1"),
+    ("import torch\n\ndef f(x):\n    return x * 2\n", "no @triton.jit kernel"),
+    ("import triton\n\n@triton.autotune(configs=[], key=[])\n@triton.jit\ndef k(x):\n    pass\n\ndef f(x):\n"
+     "    k[(1,)](x)\n", "is autotuned"),
+    ("import triton\n\n@triton.jit\ndef k(x):\n    pass\n", "no launch `kernel[grid](...)`"),
+])
+def test_the_finder_says_why_it_cannot_parse(text, reason):
+    with pytest.raises(UnparsableKernel, match=re.escape(reason)):
+        find_launch_params(text)
+
+
+def test_a_kernel_it_cannot_parse_gets_the_original_submitted_with_the_reason(capsys):
+    text = "import torch\n\ndef f(x):\n    return x * 2\n"
+    p = load_policy("tuner", rewrites=[])
+    d = Driver(p, lambda src: bench("measured", 1.0))
+    assert d.run(text) == text
+    assert [a["kind"] for a in d.actions] == ["read_file", "shell", "write_file", "submit"]
+    out = capsys.readouterr().out
+    assert "launch parameters not searched: no @triton.jit kernel in the file" in out
+    assert "Submitted: the original kernel, unchanged (nothing was tried)" in out
+
+
+def test_the_search_picks_the_faster_variant_of_a_fake_measure():
+    matmul = source("matmul")
+
+    def answer(src):
+        found = find_launch_params(src).by_name()
+        fast = found["BLOCK_M"].value == 128 and found["BLOCK_N"].value == 128
+        return bench("measured", 1.25 if fast else 1.1 if found["BLOCK_M"].value == 128 else 1.0, band=(0.99, 1.01))
+    p = load_policy("tuner", rewrites=[], verbose=False)
+    final = Driver(p, answer, prompt="You have 200 steps and 3600 s").run(matmul)
+    found = find_launch_params(final).by_name()
+    assert (found["BLOCK_M"].value, found["BLOCK_N"].value) == (128, 128)
+    assert "Submitted: original with BLOCK_M=128, BLOCK_N=128" in p.summary
+    # Directions that did not help were not followed: BLOCK_M=16 (a quarter, past a worse half) was never tried.
+    assert not any("BLOCK_M=16" in e["variant"] for e in p.log)
+
+
+@pytest.mark.parametrize("variant, submitted", [(1.04, False), (1.08, True)])
+def test_never_submits_a_variant_within_the_noise_band(variant, submitted):
+    softmax = source("softmax")
+
+    def answer(src):
+        if src == softmax:
+            return bench("measured", 1.0, band=(0.95, 1.05))  # the original against itself: 5% noise
+        return bench("measured", variant if "BLOCK_SIZE = 2048" in src else 0.9, band=(variant - 0.05, variant + 0.05))
+    p = load_policy("tuner", rewrites=[], verbose=False)
+    final = Driver(p, answer).run(softmax)
+    assert (final != softmax) is submitted and p.bar(p_base(p)) == pytest.approx(1.05)
+    if not submitted:
+        assert "does not lie beyond the original's noise band (it must exceed 1.0500x)" in p.summary
+
+
+def p_base(policy):
+    from kernelgym.policies.tuner.measure import Measure
+    original = policy.log[0]
+    assert original["variant"] == "original"
+    return Measure(True, original["kind"], original["score"], band=tuple(original["band"]))
+
+
+def test_per_size_class_kernel_is_tried_where_the_classes_best_differ():
+    softmax = source("softmax")
+    classes = "ENTRY softmax\nSIZE_CLASS 0 512\nSIZE_CLASS 1 4096\nSIZE_CLASS 2 4096\n"
+
+    def answer(src):
+        if "_TUNER_BY_SIZE_CLASS" in src:
+            per = [1.3, 1.2, 1.2]
+        else:
+            block = find_launch_params(src).by_name()["BLOCK_SIZE"].value
+            per = {512: [1.3, 1.0, 1.0], 2048: [1.0, 1.2, 1.2]}.get(block, [1.0, 1.0, 1.0])
+        return bench("measured", sum(per) / 3, per=[(128, per[0]), (1024, per[1]), (4096, per[2])], band=(0.99, 1.01))
+    p = load_policy("tuner", rewrites=[], verbose=False)
+    final = Driver(p, answer, prompt="You have 200 steps and 3600 s", size_classes=classes).run(softmax)
+    assert "_TUNER_BY_SIZE_CLASS = {512: (512,), 4096: (2048,)}" in final
+    assert "BLOCK_SIZE, = _TUNER_BY_SIZE_CLASS.get(_tuner_size_class(x), _TUNER_DEFAULT)" in final
+    compile(final, "kernel.py", "exec")
+
+
+def test_dispatch_by_size_class_makes_the_wrapper_choose_per_call():
+    out = dispatch_by_size_class(source("matmul"), "matmul", ["BLOCK_M", "NUM_WARPS"], {4096: (16, 2)}, (128, 8))
+    namespace = {}
+    exec(out[out.index("_TUNER_BY_SIZE_CLASS ="):out.index("def matmul(")], namespace)
+    assert namespace["_TUNER_BY_SIZE_CLASS"] == {4096: (16, 2)} and namespace["_TUNER_DEFAULT"] == (128, 8)
+    body = out[out.index("def matmul("):]
+    # The first statement after the docstring: the grid below it is computed from the chosen values.
+    assert body.splitlines()[2] == "    BLOCK_M, NUM_WARPS = _TUNER_BY_SIZE_CLASS.get(_tuner_size_class(a, b), _TUNER_DEFAULT)"
+    small, big = types.SimpleNamespace(numel=lambda: 4000), types.SimpleNamespace(numel=lambda: 10 ** 6)
+    assert namespace["_tuner_size_class"](small, 3) == 4096 and namespace["_tuner_size_class"](big) == 1 << 20
+    with pytest.raises(ValueError, match="no top-level function 'nope'"):
+        dispatch_by_size_class(source("matmul"), "nope", ["BLOCK_M"], {}, (64,))
+
+
+def test_stays_within_the_time_budget(monkeypatch):
+    p = load_policy("tuner", rewrites=[], verbose=False, time_budget_s=100)
+    clock = [0.0]
+    policy_module = sys.modules[type(p).__module__]
+    monkeypatch.setattr(policy_module, "time", types.SimpleNamespace(monotonic=lambda: clock[0]))
+
+    def answer(src):
+        clock[0] += 30.0  # each measure takes 30 s
+        return bench("measured", 1.0)
+    d = Driver(p, answer, prompt="You have 200 steps and 3600 s")
+    d.run(source("softmax"))
+    assert clock[0] <= 100 and "time budget reached" in p.summary

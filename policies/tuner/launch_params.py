@@ -281,7 +281,7 @@ def set_params(source: str, values: dict[str, int]) -> str:
         head, tail = first[:col].decode(), last[end_col:].decode()
         if text.startswith(("num_stages=", "num_warps=")):
             stripped = head.rstrip()
-            text = ("" if stripped.endswith((",", "(")) else ", ") + text
+            text = ("" if stripped.endswith("(") else " " if stripped.endswith(",") else ", ") + text
         lines[line - 1:end_line] = [head + text + tail]
     return "".join(lines)
 

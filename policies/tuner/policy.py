@@ -215,7 +215,8 @@ class TunerPolicy:
         self._measure_s.append(time.monotonic() - t0)
         m = parse_measure(obs["output"])
         self.log.append({"variant": label, "correct": m.correct, "kind": m.kind, "score": m.score,
-                         "bytes_ratio": m.bytes_ratio, "values": constants(source, self.config.params)})
+                         "bytes_ratio": m.bytes_ratio, "band": list(m.band),
+                         "values": constants(source, self.config.params)})
         self._say(f"{label}: {m.describe()}")
         return m
 
