@@ -36,6 +36,13 @@ from kernelgym.usage import TOKEN_FIELDS, StepUsage, episode_totals
 PARQUET_FILE = "train.parquet"
 #: The outcome of an episode recorded before grades carried one.
 UNKNOWN_OUTCOME = "unknown"
+#: Each column and its type ("messages" is the list of message structs the module docstring describes).
+COLUMNS = {"episode_id": "str", "task": "str", "hardware": "str", "policy": "str", "model": "str",
+           "messages": "messages", "tools": "str", "reward": "float", "outcome": "str", "grade_outcome": "str",
+           "speedup": "float", "grade": "str", "steps": "int", "terminated": "bool", "truncated": "bool",
+           **{name: "int" for name in TOKEN_FIELDS}, "cost_usd": "float", "api_calls": "int", "source": "str"}
+
+_MESSAGE_KEYS = ("role", "content", "tool_calls", "tool_call_id", "name")
 
 
 def _schema():
@@ -48,15 +55,6 @@ def _schema():
                          ("tool_call_id", pa.string()), ("name", pa.string())])
     return pa.schema([(name, {"str": pa.string(), "float": pa.float64(), "int": pa.int64(), "bool": pa.bool_(),
                               "messages": pa.list_(message)}[kind]) for name, kind in COLUMNS.items()])
-
-
-#: Each column and its type ("messages" is the list of message structs the module docstring describes).
-COLUMNS = {"episode_id": "str", "task": "str", "hardware": "str", "policy": "str", "model": "str",
-           "messages": "messages", "tools": "str", "reward": "float", "outcome": "str", "grade_outcome": "str",
-           "speedup": "float", "grade": "str", "steps": "int", "terminated": "bool", "truncated": "bool",
-           **{name: "int" for name in TOKEN_FIELDS}, "cost_usd": "float", "api_calls": "int", "source": "str"}
-
-_MESSAGE_KEYS = ("role", "content", "tool_calls", "tool_call_id", "name")
 
 
 @dataclass
