@@ -750,9 +750,10 @@ def main(argv: list[str] | None = None) -> int:
                         "trajectories.jsonl file")
     replay.add_argument("--episode", type=positive_int, default=1, help="which whole episode of the file, from 1 "
                         "(default 1)")
-    replay.add_argument("--run-dir", default=os.environ.get("KERNELGYM_RUN_DIR", "kernelgym-runs"),
-                        help="parent folder of the replay's run directory (default $KERNELGYM_RUN_DIR or "
-                        "./kernelgym-runs)")
+    replay.add_argument("--run-dir", default=os.path.join(os.environ.get("KERNELGYM_RUN_DIR", "kernelgym-runs"),
+                                                          "replays"),
+                        help="parent folder of the replay's run directory (default replays/ in $KERNELGYM_RUN_DIR or "
+                        "./kernelgym-runs: a glob of the runs, kernelgym-runs/*, then holds no replay)")
     replay.add_argument("--no-sandbox", action="store_true", help="run unisolated (trusted episodes only; default: "
                         "as the run was made)")
     replay.set_defaults(func=cmd_replay)

@@ -132,7 +132,7 @@ def make_replay_env(episode: RecordedEpisode, run_dir: Path, sandbox: str | None
     return TrajectoryRecorder(env, run_dir / "trajectories.jsonl"), seed, notes
 
 
-def replay_episode(trajectory: str | Path, episode: int = 1, *, run_dir: str | Path = "kernelgym-runs",
+def replay_episode(trajectory: str | Path, episode: int = 1, *, run_dir: str | Path = "kernelgym-runs/replays",
                    sandbox: str | None = None) -> ReplayResult:
     """Replay whole episode `episode` (1 = the first) of `trajectory` and compare the grades (module docstring).
 
