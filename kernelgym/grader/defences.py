@@ -288,6 +288,11 @@ DEFENCES: tuple[Defence, ...] = (
             "the candidate runs in a sandboxed process of its own; a dead process is a failed stage (compile before "
             "its import finished, correctness after)",
             "kernelgym.grader.runner:read_results", _a("crash_the_harness"), "ci"),
+    Defence("import_recorded_by_file", "a module that cannot import printing the harness's \"candidate imported\" "
+            "line before it kills its process, so its death reads as a runtime failure: 20 points for no import",
+            "the harness records the import in a file beside the result, which the candidate's sources cannot write "
+            "(the static check refuses file writes); its output, which the candidate shares, decides nothing",
+            "kernelgym.grader.runner:read_results", _a("forged_import_marker"), "ci"),
     Defence("harness_timeout", "a kernel that never returns, hanging the grading",
             "the harness process runs under GraderConfig.timeout_s and its whole process group is killed at the "
             "limit; the grade says so",

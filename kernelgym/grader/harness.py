@@ -802,6 +802,8 @@ def finish(req, state):
         sys.path.insert(0, req.directory)  # the candidate may import its own helper files
         fn = load_entry(req, state.backend, req.directory, "kernelgym_candidate", req.build_directory)
         print(IMPORTED_MARKER, flush=True)
+        with open(os.path.join(os.path.dirname(req.result), protocol.IMPORTED_FILE), "w") as f:
+            f.write("imported\n")
     except Exception:  # noqa: BLE001 - import failure of the candidate = compile gate failure
         _write(req.result, {"stage": "compile", "ok": False, "error": tb(), "configs": []})
         return

@@ -29,7 +29,11 @@ HARNESS_LOG = "harness.log"
 
 # -- what the harness prints (the parent reads them from its output) --------------------------------------------
 IMPORTED_MARKER = "[harness] candidate imported"
-"""Printed once the candidate's module imported: a death before it is a compile failure, after it a runtime one."""
+"""Printed once the candidate's module imported (for the log only: the candidate can print it too)."""
+IMPORTED_FILE = "imported"
+"""Written beside the result once the candidate's module imported: a death before it is a compile failure, after it
+a runtime one. A file, not a printed line: the candidate shares the harness's output, but the static check refuses
+file writes in its sources (`host_access_refused_in_source`), so its import cannot forge this one."""
 PREPARED_MARKER = "[harness] prepared"
 """Printed before any candidate code is read."""
 FINISHED = b"finished"

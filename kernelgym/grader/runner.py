@@ -23,7 +23,7 @@ from typing import Callable, Protocol
 
 from kernelgym.grader.files import write_new
 from kernelgym.grader.outcome import FAULT_INFRA, FAULT_TIMEOUT
-from kernelgym.grader.protocol import (CHECK_RESULT, HARNESS_LOG, IMPORTED_MARKER, PREPARED_MARKER, REQUEST,
+from kernelgym.grader.protocol import (CHECK_RESULT, HARNESS_LOG, IMPORTED_FILE, PREPARED_MARKER, REQUEST,
                                        TIME_RESULT, Request)
 from kernelgym.grader.untrusted import UntrustedFileError, load_json_untrusted, read_untrusted
 from kernelgym.grader.worker import HARNESS, GraderWorker
@@ -130,8 +130,9 @@ def read_results(gdir: Path, output: str, code: int | None, timed_out: bool, tim
     try:
         check = load_json_untrusted(gdir / CHECK_RESULT)
     except UntrustedFileError:
-        # Died with no result: before the import finished it is a compile failure, after it a runtime one.
-        stage = "compile" if IMPORTED_MARKER not in output else "check"
+        # Died with no result: before the import finished it is a compile failure, after it a runtime one (the
+        # harness's file says which; a printed line would be the candidate's to forge).
+        stage = "check" if os.path.lexists(gdir / IMPORTED_FILE) else "compile"
         # Without the marker on the trusted pipe no candidate code ran (the sandbox did not start, CUDA or the
         # inputs failed): the machine's fault, not the kernel's.
         fault = FAULT_INFRA if fresh and PREPARED_MARKER not in output else None
