@@ -195,7 +195,8 @@ def test_report_page_in_headless_chromium(tmp_path):
             assert labels[("unseen", quadrant, f"{u['task']} / {u['policy']} ({k + 1})")] == str(n)
     points = [m for m in dom.marks if m["tag"] == "circle"]
     fast = {(m["data-series"], float(m["data-x"])): float(m["data-y"]) for m in points if m["data-chart"] == "fast_p"}
-    assert fast == {(policy, p): y for policy, ys in r["fast_p"]["by_policy"].items() for p, y in zip(r["fast_p"]["p"], ys)}
+    assert fast == {(policy, p): y for policy, ys in r["fast_p"]["by_policy"].items()
+                    for p, y in zip(r["fast_p"]["p"], ys)}
     cells = {(c["data-field"], c.get("data-value")) for c in dom.cells}
     for policy, ys in r["fast_p"]["by_policy"].items():
         for p in FAST_P_HEADLINE:

@@ -137,7 +137,8 @@ def _unseen_section(r: dict) -> str:
               ["label", "run_dir", "episodes", *QUADRANTS, "conditional_correctness", "partially_covered"], "unseen")
     note = ("From each run's unseen_summary.json: the original and final kernels replayed on private unseen "
             "configs. both_pass: both correct on all; opt_regression: only the original; opt_improvement: only "
-            "the final one.")
+            "the final one. Partially covered: episodes whose replay left part of the config space out (every one "
+            "on the CPU interpreter); their quadrants hold on what was covered only.")
     return _figure("unseen", "Unseen configs", svg, escape(note), t)
 
 

@@ -11,6 +11,7 @@ from typing import Callable, Sequence
 
 WIDTH, HEIGHT = 760, 300
 LEFT, RIGHT, TOP, BOTTOM = 60, 20, 30, 70
+MAX_BAR_W = 60  # px: a chart of one or two categories keeps bars, not slabs
 PALETTE = ("#4269d0", "#efb118", "#ff725c", "#6cc5b0", "#3ca951", "#ff8ab7", "#a463f2", "#97bbf5", "#9c6b4e",
            "#9498a0")
 
@@ -68,10 +69,10 @@ def grouped_bars(title: str, categories: Sequence[str], series: dict[str, Sequen
     top = _nice_top(max(values, default=0.0))
     plot_w, plot_h = WIDTH - LEFT - RIGHT, HEIGHT - TOP - BOTTOM
     group_w = plot_w / max(len(categories), 1)
-    bar_w = max(2.0, group_w * 0.8 / max(len(series), 1))
+    bar_w = min(MAX_BAR_W, max(2.0, group_w * 0.8 / max(len(series), 1)))
     body = []
     for i, category in enumerate(categories):
-        gx = LEFT + group_w * i + group_w * 0.1
+        gx = LEFT + group_w * i + (group_w - bar_w * len(series)) / 2  # the group centred on its label
         label_x = LEFT + group_w * (i + 0.5)
         body.append(f'<text x="{label_x:.1f}" y="{TOP + plot_h + 14}" text-anchor="end" '
                     f'transform="rotate(-25 {label_x:.1f} {TOP + plot_h + 14})">{escape(category)}</text>')
