@@ -17,22 +17,27 @@ from kernelgym.unseen.evaluate import QUADRANTS
 
 
 def fmt_speedup(v: float | None) -> str:
+    """``1.234x``; ``n/a`` for None (how the page and its tables show this kind of number)."""
     return "n/a" if v is None else f"{v:.3f}x"
 
 
 def fmt_score(v: float | None) -> str:
+    """``232.5``; ``n/a`` for None (how the page and its tables show this kind of number)."""
     return "n/a" if v is None else f"{v:.1f}"
 
 
 def fmt_fraction(v: float | None) -> str:
+    """``0.75``; ``n/a`` for None (how the page and its tables show this kind of number)."""
     return "n/a" if v is None else f"{v:.2f}"
 
 
 def fmt_count(v: float | None) -> str:
+    """``3``; ``n/a`` for None (how the page and its tables show this kind of number)."""
     return "n/a" if v is None else str(int(round(v)))
 
 
 def fmt_cost(v: float | None) -> str:
+    """``$0.0123``; ``n/a`` for None (how the page and its tables show this kind of number)."""
     return "n/a" if v is None else f"${v:.4f}"
 
 

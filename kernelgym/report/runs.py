@@ -55,6 +55,7 @@ class EpisodeRow:
     """None where the policy reports no usage or its model has no price."""
 
     def to_dict(self) -> dict[str, Any]:
+        """The fields as a JSON-able dict (a row of report.json's ``episodes``, or of ``unseen``)."""
         return asdict(self)
 
 
@@ -73,6 +74,7 @@ class UnseenRow:
     partially_covered: int
 
     def to_dict(self) -> dict[str, Any]:
+        """The fields as a JSON-able dict (a row of report.json's ``episodes``, or of ``unseen``)."""
         return asdict(self)
 
 
