@@ -159,9 +159,10 @@ def replay_episode(trajectory: str | Path, episode: int = 1, *, run_dir: str | P
             if terminated or truncated:
                 break
         if not any(ended):
-            # The recording was cut by its wall-clock budget, which a replay does not spend alike: grade it as the
-            # env would have, truncated.
-            notes.append("the recorded episode ended on its time budget; the replay ended it with a truncating submit")
+            # The recording was cut by a budget the replay does not spend alike (its wall clock, or a step budget no
+            # run.json recorded): grade it as the env would have, truncated.
+            notes.append("the replay had not ended after the recorded actions (the recording ended on its time "
+                         "budget, or on a step budget not recorded): it was ended with a truncating submit")
             _, _, terminated, truncated, info = env.step({"kind": "submit", "truncate": True})
             ended = (bool(terminated), bool(truncated))
     finally:

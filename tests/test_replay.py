@@ -68,6 +68,22 @@ def test_a_tampered_recording_is_reported(recorded_run, tmp_path, capsys):
     assert f"the grade did not come back: score, config {config} differ" in printed
 
 
+def test_a_recording_cut_by_its_budget_is_ended_by_a_truncating_submit(recorded_run, tmp_path):
+    """A recording that ended truncated after its last action (its time budget), without run.json: the replay, given
+    room for every action, ends it with a truncating submit, and the grade of the same kernel comes back."""
+    from kernelgym.replay import replay_episode
+
+    records = _records(recorded_run)
+    submit = records.pop()
+    records[-1].update(truncated=True, reward=submit["reward"], info={**records[-1]["info"],
+                                                                    "grade": submit["info"]["grade"]})
+    (tmp_path / "trajectories.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
+    result = replay_episode(tmp_path / "trajectories.jsonl", run_dir=tmp_path / "replays")
+    assert result.matched, [c for c in result.checks if c.ok is False]
+    assert [c.replayed for c in result.checks if c.name in ("steps", "ending")] == [len(ACTIONS), "truncated"]
+    assert any("truncating submit" in n for n in result.notes) and any("no seed recorded" in n for n in result.notes)
+
+
 def test_bad_input_exits_2(recorded_run, tmp_path, capsys):
     assert main(["replay", str(recorded_run), "--episode", "2", "--run-dir", str(tmp_path)]) == 2
     assert "no episode 2; it holds 1 whole episode: give --episode 1..1" in capsys.readouterr().out
