@@ -49,6 +49,11 @@ def _grading_detail(env) -> dict:
             pass
         detail["observed_run_s"] = _log_phases(session.observer_log)
         detail["observer_ahead"] = session.observer_ahead
+        # The trusted side's CPU work: the references (computed in this process from the session's start) and the
+        # comparisons (spent, and when the last one ended, from the grading's start).
+        detail["references_s"] = session.references.computed_s
+        detail["compare_spent_s"] = round(sum(c[2] for c in session.compare_log), 3)
+        detail["compare_done_s"] = round(max((c[3] for c in session.compare_log), default=0.0), 3)
     if grade is not None:
         detail["speedup"] = grade.speedup
         detail["checks"] = {k: v.split(":")[0] for k, v in grade.checks.items()}
@@ -184,6 +189,8 @@ def measure(task: str, n_envs: int, seconds: float, run_root: Path) -> dict:
             if rows else None, **_noise([r.get("speedup") for r in rows]), "phases_s_median": _medians([r["phases_s"] for r in later_rows]),
             "checked_run_s_median": _medians([r.get("checked_run_s", {}) for r in later_rows]),
             "observed_run_s_median": _medians([r.get("observed_run_s", {}) for r in later_rows]),
+            "trusted_side_s_median": _medians([{k: r[k] for k in ("references_s", "compare_spent_s", "compare_done_s")
+                                                if r.get(k) is not None} for r in later_rows]),
             "observer_ahead": sorted({str(r.get("observer_ahead")).split(":")[0] for r in rows}),
             "rewards": sorted({round(r["reward"], 1) for r in rows}), "errors": errors, "gradings_detail": rows}
 

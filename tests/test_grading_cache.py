@@ -102,3 +102,16 @@ def test_the_key_follows_the_task_files_configs_and_tool(tmp_path):
     assert key != baseline_key(task, "b200", configs, "bwrap", "tracer")
     (task / "kernel.py").write_text((task / "kernel.py").read_text() + "\n# edited\n")
     assert key != baseline_key(task, "h200", configs, "bwrap", "tracer")
+
+
+def test_task_only_work_is_done_once_per_process_and_task_files(tmp_path):
+    from kernelgym.grader.cache import GradingCache, task_config_key
+    cache = GradingCache(tmp_path / "c")
+    task = tmp_path / "task"
+    task.mkdir()
+    (task / "task.yaml").write_text("a: 1\n")
+    key = task_config_key(task, {"n": 1})
+    assert cache.first_time(key) and not cache.first_time(key)
+    assert cache.first_time(task_config_key(task, {"n": 2}))  # another config
+    (task / "task.yaml").write_text("a: 2\n")  # edited tolerances: checked again
+    assert cache.first_time(task_config_key(task, {"n": 1}))

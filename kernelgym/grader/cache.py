@@ -76,6 +76,12 @@ def baseline_key(task_root: Path, hardware_id: str, configs: list[dict], sandbox
     return hashlib.sha256(json.dumps(parts, sort_keys=True, default=str).encode()).hexdigest()[:32]
 
 
+def task_config_key(task_root: Path, config: dict) -> str:
+    """The key of work that depends on a task's files and one config only (`GradingCache.first_time`)."""
+    return hashlib.sha256(json.dumps({"files": tree_digest(task_root), "config": config}, sort_keys=True,
+                                     default=str).encode()).hexdigest()[:32]
+
+
 def _observation_from_json(data: dict) -> Observation:
     def kernels(rows: list) -> list[Kernel]:
         return [Kernel(str(k["name"]), float(k["duration_ns"])) for k in rows]
@@ -93,6 +99,7 @@ class GradingCache:
         self._root = root
         self._observations: dict[str, tuple[float, Observation]] = {}
         self._lock = threading.Lock()  # one profiler at a time in this process (the file lock: across processes)
+        self._seen: set[str] = set()
 
     @property
     def root(self) -> Path:
@@ -118,6 +125,15 @@ class GradingCache:
                 os.close(fd)  # closing releases the lock
 
     # -- the baseline's observation ------------------------------------------------------------------------------
+    def first_time(self, key: str) -> bool:
+        """True the first time `key` is asked for in this process, False after (thread-safe): for work on the task
+        alone, such as the trivial-output check of its tolerances, done once per process, not per grading."""
+        with self._lock:
+            if key in self._seen:
+                return False
+            self._seen.add(key)
+            return True
+
     def observation(self, key: str, make: Callable[[], Observation]) -> Observation:
         """The baseline's observation for `key`: from memory, else from disk (younger than `MAX_AGE_S`), else made by
         `make()` (under the lock, so once per host) and kept.

@@ -10,6 +10,7 @@ import subprocess
 import sys
 import tempfile
 import threading
+import time
 from pathlib import Path
 from typing import Callable
 
@@ -81,6 +82,10 @@ class References:
         trivial_keys = {_key(c, 0)[0] for c in (check_trivial or [])}
         subprocess_gpu = gpu and task.spec.reference_device == "cuda"
 
+        self.computed_s: float | None = None
+        """How long computing every job took, s (None until done): diagnosis of where a grading's time goes."""
+        started = time.monotonic()
+
         def work():
             try:
                 if subprocess_gpu:
@@ -92,6 +97,7 @@ class References:
                     if _key(cfg, s)[0] in trivial_keys:
                         self.problems += trivial_passes(task, cfg, prepared)
                     self._refs[_key(cfg, s)] = prepared
+                self.computed_s = time.monotonic() - started
             except BaseException as e:  # noqa: BLE001 - re-raised in the caller's thread by get()
                 self._error = e
         self._thread = threading.Thread(target=work, daemon=True)

@@ -12,6 +12,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from kernelgym.grader.cache import GRADING_CACHE, task_config_key
 from kernelgym.grader.compare import compare_output
 from kernelgym.grader.files import identity
 from kernelgym.grader.protocol import OUTPUTS, check_seed, output_key, timed_output_name, verify_seed
@@ -71,7 +72,9 @@ class GradingSession:
         jobs = [(cfg, check_seed(seed, i)) for i, cfg in enumerate(configs)]
         if timed:
             jobs += [(cfg, verify_seed(seed, i)) for i, cfg in enumerate(configs)]
-        refs = References(task, jobs, gpu=gpu, check_trivial=configs if seen else None, work_dir=gdir.parent)
+        # The trivial-output check judges the task's tolerances, not the candidate: once per process and config.
+        trivial = [c for c in configs if GRADING_CACHE.first_time(task_config_key(task.root, c))] if seen else None
+        refs = References(task, jobs, gpu=gpu, check_trivial=trivial, work_dir=gdir.parent)
         return cls(task, gdir, seed, configs, refs, timed)
 
     # -- the files the candidate's process writes ----------------------------------------------------------------
