@@ -232,6 +232,11 @@ def cmd_run(args: argparse.Namespace) -> int:
     a pattern) or policies (`--policy` repeated), every policy on every task, one run after another, each in its own
     run directory, then a table of all of them. Before the first of several runs every policy is checked
     (`preflight`); a problem stops the whole command unless `--keep-going` is given."""
+    if getattr(args, "backend", "local") == "ray":
+        from kernelgym.distributed.backend import run_on_ray
+        return run_on_ray(args)
+    if getattr(args, "address", None) or getattr(args, "num_envs", None):
+        raise KernelGymError("--address and --num-envs are options of --backend ray")
     if args.resume:
         return run_task(args)[0]
     from kernelgym.hardware import detect_profile
@@ -717,6 +722,13 @@ def main(argv: list[str] | None = None) -> int:
     run.add_argument("--command-timeout-s", type=float, default=300.0, help="limit per shell command")
     run.add_argument("--no-sandbox", action="store_true", help="run commands unisolated (only if bubblewrap "
                      "cannot run here; trusted policies only)")
+    run.add_argument("--backend", choices=("local", "ray"), default="local", help="local: the episodes one after "
+                     "another here; ray: spread over the actors of a Ray cluster, same run directories "
+                     "(pip install 'kernelgym[ray]'; docs/DISTRIBUTED.md)")
+    run.add_argument("--address", default=None, help="with --backend ray: the cluster to join ('auto', "
+                     "'ray://HOST:10001'; default: a local Ray instance)")
+    run.add_argument("--num-envs", type=positive_int, default=None, help="with --backend ray: episodes run at once, "
+                     "one actor each (default: one per episode, at most the cluster's CPUs)")
     add_search_dirs(run)
     run.set_defaults(func=cmd_run)
     validate = sub.add_parser("validate", help="check a task folder: spec, reference, unseen configs, baseline; "

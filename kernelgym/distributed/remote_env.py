@@ -47,7 +47,7 @@ class RemoteEnv(gym.Env):
 
 
 def make_remote_env(env_id: str, *, address: str | None = None, gpus_per_env: float | None = None,
-                    cpus_per_env: float = 1.0, max_restarts: int = 2, episode_retries: int = 1,
+                    cpus_per_env: float | None = None, max_restarts: int = 2, episode_retries: int = 1,
                     **env_kwargs: Any) -> RemoteEnv:
     """A `RemoteEnv` of the registered `env_id` on the Ray cluster at `address` (None: the connected one, or a new
     local instance). `gpus_per_env` None asks for a whole GPU where the cluster has GPUs, else none; the other

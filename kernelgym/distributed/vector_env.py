@@ -142,7 +142,7 @@ class RayVectorEnv(VectorEnv):
 
 
 def make_ray_vec(env_id: str | Sequence[str], num_envs: int | None = None, *, address: str | None = None,
-                 gpus_per_env: float | None = None, cpus_per_env: float = 1.0, max_restarts: int = 2,
+                 gpus_per_env: float | None = None, cpus_per_env: float | None = None, max_restarts: int = 2,
                  episode_retries: int = 1, **env_kwargs: Any) -> RayVectorEnv:
     """A `RayVectorEnv` of `num_envs` envs of `env_id`, like ``gym.make_vec(env_id, num_envs)``.
 
@@ -151,7 +151,7 @@ def make_ray_vec(env_id: str | Sequence[str], num_envs: int | None = None, *, ad
         num_envs: how many envs (one actor each).
         address: the Ray cluster to join (None: the connected one, or a new local instance).
         gpus_per_env: GPUs per actor (None: the cluster's GPUs shared evenly, none without GPUs; placement.py).
-        cpus_per_env: CPUs reserved per actor.
+        cpus_per_env: CPUs per actor (None: 1, or an even share where the envs outnumber the CPUs).
         max_restarts: Ray restarts of a dead actor. episode_retries: replays of its episode (`EnvHandle`).
         **env_kwargs: `KernelArenaEnv` arguments; ``run_dir`` defaults to the driver's default run directory,
             made absolute here, so every actor on this host writes where a local env would.

@@ -1,0 +1,200 @@
+"""``kernelgym run --backend ray``: the local run's tasks x policies x seeds, its episodes spread over Ray actors.
+
+Each (task, policy) run gets the run directory the local backend makes, with the same files: run.json (its
+settings, so ``--resume`` works with either backend), results.json (one result per episode, in episode order,
+rewritten after each) and trajectories.jsonl (each episode's lines together, in episode order). Episodes finish in
+any order on the cluster; the driver writes a run's results.json and trajectories only up to the first episode not
+yet finished, so a run killed midway resumes exactly as a local one (its later finished episodes are run again).
+
+An episode runs on an `EpisodeWorker` actor (policy beside env). A worker that dies is restarted by Ray and its
+episode re-run from the reset with the same seed; once the restarts are spent, the episode's result is an infra
+fault (``outcome: "infra_fault"``, reward 0, no grade, ``infra_error`` saying why), never a missing row.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from kernelgym.distributed.episode_worker import EpisodeWorker
+from kernelgym.distributed.placement import actor_options, connect
+from kernelgym.errors import KernelGymError
+from kernelgym.grader.outcome import INFRA_FAULT
+
+
+@dataclass
+class Run:
+    """One (task, policy) run: its settings (run.json plus ``run_dir``), its finished results, and those finished
+    on the cluster but not yet written (episode index -> (result, trajectory lines))."""
+
+    settings: dict[str, Any]
+    run_dir: Path
+    episodes: int
+    results: list[dict[str, Any]] = field(default_factory=list)
+    waiting: dict[int, tuple[dict[str, Any], list[str]]] = field(default_factory=dict)
+    error: str | None = None
+
+    def finish(self, episode: int, result: dict[str, Any], lines: list[str]) -> None:
+        """Keep episode `episode`'s result and write every result now in order (results.json after its lines)."""
+        self.waiting[episode] = (result, lines)
+        written = False
+        while len(self.results) in self.waiting:
+            result, lines = self.waiting.pop(len(self.results))
+            with (self.run_dir / "trajectories.jsonl").open("a") as f:
+                f.writelines(line + "\n" for line in lines)
+            self.results.append(result)
+            written = True
+        if written:  # whole or not at all, as the local backend writes it
+            (self.run_dir / "results.json.part").write_text(json.dumps(self.results, indent=1, default=str))
+            os.replace(self.run_dir / "results.json.part", self.run_dir / "results.json")
+
+
+def _new_run(args: argparse.Namespace) -> Run:
+    """A run directory for `args.task` with `args.policy`, checked and made as `kernelgym.cli.run_task` does."""
+    from kernelgym.cli import RUN_SETTINGS, _RESUMED, _absolute_paths, _resume, hardware_roots
+    from kernelgym.hardware import detect_profile
+    from kernelgym.policy import load_policy
+    from kernelgym.task import Task
+    from kernelgym.task_format import resolve_task
+
+    results: list[dict] = []
+    if args.resume:
+        run_dir, results = _resume(args)
+    elif args.episodes is None:
+        args.episodes = 1
+    _absolute_paths(args)
+    try:
+        overrides = json.loads(args.policy_config) if args.policy_config else {}
+    except ValueError as e:
+        raise KernelGymError(f"--policy-config is not valid JSON ({e})") from None
+    load_policy(args.policy, policies_dir=args.policies_dir, **overrides)  # refused here, before any actor
+    task = resolve_task(args.task, tasks_dir=args.tasks_dir)
+    hardware = detect_profile(args.hardware, root=hardware_roots(args))
+    if isinstance(task, Task):
+        if not hardware.supports(task.spec.language):
+            raise KernelGymError(f"{task.name} is a {task.spec.language} task, which {hardware.id} cannot run")
+        task.require_supported(hardware)
+    if not args.resume:
+        task_label = Path(args.task).name if Path(args.task).is_dir() else args.task
+        label = re.sub(r"[^A-Za-z0-9_.-]+", "_", f"{task_label}-{args.policy}")
+        run_dir = Path(args.run_dir) / f"{time.strftime('%Y%m%d-%H%M%S')}-{label}"
+        run_dir.mkdir(parents=True, exist_ok=True)
+        run_dir.chmod(0o700)
+    saved = {**{k: getattr(args, k) for k in _RESUMED}, "episodes": args.episodes}
+    (run_dir / RUN_SETTINGS).write_text(json.dumps(saved, indent=1, default=str))
+    settings = json.loads(json.dumps(saved, default=str)) | {"run_dir": str(run_dir.resolve())}
+    return Run(settings=settings, run_dir=run_dir, episodes=args.episodes, results=results)
+
+
+def plan_runs(args: argparse.Namespace) -> tuple[list[Run], bool]:
+    """The runs of ``kernelgym run`` as the local backend would make them (every policy on every task, or the one
+    ``--resume``d run), and whether the hardware is the CPU interpreter.
+
+    Raises:
+        KernelGymError: as the local backend refuses its tasks, policies or --resume folder.
+    """
+    from kernelgym.cli import (DEFAULT_POLICY, DEFAULT_TASK, console, hardware_roots, policy_configs, preflight,
+                               select_tasks)
+    from kernelgym.hardware import detect_profile
+
+    if args.resume:
+        run = _new_run(args)
+        return [run], detect_profile(args.hardware, root=hardware_roots(args)).interpreter
+    hardware = detect_profile(args.hardware, root=hardware_roots(args))
+    selectors, policies = args.task or [DEFAULT_TASK], list(dict.fromkeys(args.policy or [DEFAULT_POLICY]))
+    names, skipped = select_tasks(selectors, args.tasks_dir, hardware)
+    for line in skipped:
+        console.print(f"[yellow]skipped:[/] {line}", soft_wrap=True)
+    if not names:
+        raise KernelGymError(f"no task of --task {' '.join(selectors)} runs on {hardware.id}")
+    configs = policy_configs(args.policy_config, policies)
+    if len(names) * len(policies) > 1:
+        preflight(policies, configs, args.policies_dir, keep_going=args.keep_going)
+    runs = []
+    for name in names:
+        for policy in policies:
+            one = argparse.Namespace(**{**vars(args), "task": name, "policy": policy, "policy_config": configs[policy]})
+            try:
+                runs.append(_new_run(one))
+            except KernelGymError as e:
+                if len(names) * len(policies) == 1:
+                    raise
+                console.print(f"[red]error:[/] {name} with {policy}: {e}", soft_wrap=True)
+    return runs, hardware.interpreter
+
+
+def _infra_fault(error: Exception) -> dict[str, Any]:
+    """The result of an episode whose worker died more often than Ray restarts it: no grade, reward 0."""
+    return {"reward": 0.0, "terminated": False, "truncated": True, "steps": 0, "wall_s": 0.0, "grade": {},
+            "unseen": None, "policy_error": None, "usage": None, "outcome": INFRA_FAULT,
+            "infra_error": f"the episode's Ray worker died and its retries were spent: {type(error).__name__}: {error}"}
+
+
+def run_on_ray(args: argparse.Namespace) -> int:
+    """``kernelgym run --backend ray``: plan the runs, run their episodes on ``args.num_envs`` workers of the
+    cluster at ``args.address``, write each run directory, print the tables; returns the exit code (as the local
+    backend's: 2 a run could not start, 3 every episode ended in a policy error, else 0).
+
+    Raises:
+        KernelGymError: the runs cannot be planned; RayUnavailableError: no Ray.
+    """
+    from kernelgym.cli import console, print_results, print_runs_table
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    runs, interpreter = plan_runs(args)
+    queue = [(run, ep) for run in runs for ep in range(len(run.results), run.episodes)]
+    ray = connect(args.address)
+    workers_wanted = args.num_envs or max(1, min(len(queue), int(ray.cluster_resources().get("CPU", 1))))
+    options = actor_options(workers_wanted, max_restarts=2, max_task_retries=2)
+    console.print(f"Ray: {len(queue)} episode(s) of {len(runs)} run(s) on {workers_wanted} worker(s) "
+                  f"({options['num_cpus']} CPU, {options['num_gpus']} GPU each)")
+    for run in runs:
+        console.print(f"run directory: {run.run_dir}" + (f" (resuming after {len(run.results)} episodes)"
+                                                       if run.results else ""))
+    new_worker = lambda: ray.remote(EpisodeWorker).options(**options).remote()  # noqa: E731
+    idle = [new_worker() for _ in range(min(workers_wanted, len(queue)))]
+    in_flight: dict[Any, tuple[Any, Run, int]] = {}
+    with Progress(TextColumn("episodes"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                  console=console, transient=True) as progress:
+        bar = progress.add_task("episodes", total=len(queue))
+        while queue or in_flight:
+            while queue and idle:
+                run, ep = queue.pop(0)
+                worker = idle.pop()
+                in_flight[worker.run_episode.remote(run.settings, ep)] = (worker, run, ep)
+            [ref], _ = ray.wait(list(in_flight), num_returns=1)
+            worker, run, ep = in_flight.pop(ref)
+            try:
+                result, lines = ray.get(ref)
+                idle.append(worker)
+            except (ray.exceptions.RayActorError, ray.exceptions.ActorUnavailableError) as e:  # restarts spent: an infra fault, and a new worker
+                result, lines = _infra_fault(e), []
+                idle.append(new_worker())
+            except ray.exceptions.RayTaskError as e:  # the run cannot start on the worker: its episodes stop
+                run.error = str(e.cause if getattr(e, "cause", None) else e)
+                queue = [(r, k) for r, k in queue if r is not run]
+                idle.append(worker)
+                console.print(f"[red]error:[/] {run.run_dir.name}: {run.error}", soft_wrap=True)
+                progress.update(bar, total=progress.tasks[0].total - (run.episodes - ep - 1))
+                continue
+            run.finish(ep, result, lines)
+            progress.advance(bar)
+            console.print(f"{run.settings['task']} with {run.settings['policy']} episode {ep + 1}: reward "
+                          f"{result['reward']:.1f}, {result['outcome']}, {result['wall_s']:.1f} s", soft_wrap=True)
+    ray.get([worker.close.remote() for worker in idle])
+    for worker in idle:
+        ray.kill(worker)
+    for run in runs:
+        print_results(run.results, interpreter)
+        console.print(f"trajectories: {run.run_dir / 'trajectories.jsonl'}")
+    if len(runs) > 1:
+        print_runs_table([(r.settings["task"], r.settings["policy"], r.results, r.run_dir) for r in runs],
+                         interpreter)
+    codes = [2 if run.error else 3 if run.results and all(r.get("policy_error") for r in run.results) else 0
+             for run in runs]
+    return 2 if 2 in codes or not runs else 3 if all(c == 3 for c in codes) else 0
