@@ -13,7 +13,7 @@
 source benchmarks/gpu_setup.sh
 mkdir -p "$OUT"
 (nvidia-smi --query-gpu=name,driver_version --format=csv; nproc; python3 -c "import torch, triton; print(torch.__version__, triton.__version__)"; date -u; echo "commit ${COMMIT:-$(git rev-parse HEAD 2>/dev/null)}") > "$OUT/machine.txt" 2>&1
-tp() { timeout "$1" python3 benchmarks/throughput.py --task "$2" --envs "$3" --seconds "$4" --out "$OUT/$5" 2>&1 | grep -v "^\s*$" | cut -c1-600; }
+tp() { timeout "$1" python3 benchmarks/throughput.py --task "$2" --envs "$3" --seconds "$4" --out "$OUT/$5" "${@:6}" 2>&1 | grep -v "^\s*$" | cut -c1-600; }
 case "$1" in
 breakdown)
     tp 90 triton-rmsnorm 1 40 breakdown_n1.json
@@ -38,6 +38,7 @@ all)
 final)
     tp 80 triton-rmsnorm 1 35 final_rmsnorm_n1.json
     tp 100 triton-rmsnorm 8 50 final_rmsnorm_n8.json
+    tp 100 triton-rmsnorm 8 50 final_rmsnorm_n8_t1.json --harness-threads 1
     tp 110 triton-rmsnorm 16 50 final_rmsnorm_n16.json
     tp 180 triton-matmul 8 110 final_matmul_n8.json
     tp 100 cuda-softmax 1 40 final_cuda_softmax_n1.json

@@ -70,6 +70,9 @@ class GraderConfig:
     """Files, directories and links a grading directory may hold once the harness is done (a grading makes a few
     dozen; a Triton cache or a build a few hundred more): past it the grade fails correctness, saying so in `checks`
     (``disk``), as for `grading_dir_cap_bytes`. An empty file costs an inode and no byte."""
+    harness_cpu_threads: int = 4
+    """CPU threads of each harness process on a GPU (``OMP_NUM_THREADS``): its CPU work (loading inputs, saving
+    outputs) is small beside its GPU work, and N envs on one host run 2-3 such processes each."""
     keep_grading_dirs: bool = False
     """Keep each grading directory whole after its grade is read (for debugging a grading: the candidate's outputs
     and whatever it wrote there). By default only the harness's log and result files stay (`prune_grading_dir`)."""

@@ -55,10 +55,6 @@ COMPILE_BUDGET_S = 60.0
 PER_CONFIG_S = {"gpu": 30.0, "interpreter": 60.0}
 BUILD_TIMEOUT_S = 900.0
 
-#: The CPU threads of each harness process on a GPU (``OMP_NUM_THREADS``).
-HARNESS_CPU_THREADS = 4
-
-
 class Grader(Preparing, Observing):
     """Grades the kernel in a workspace for one task on one hardware profile.
 
@@ -376,7 +372,7 @@ class Grader(Preparing, Observing):
             return dict(self.backend.INTERPRETER_ENV or {})
         # Each harness's CPU work (building inputs) is small beside its GPU work; without a cap, torch starts a
         # thread per core in each of N envs' 2-3 processes, which oversubscribes the host's cores N-fold.
-        env = {"OMP_NUM_THREADS": str(HARNESS_CPU_THREADS)}
+        env = {"OMP_NUM_THREADS": str(self.config.harness_cpu_threads)}
         cache_dir, cache_env = self.backend.KERNEL_CACHE_DIR, self.backend.KERNEL_CACHE_ENV
         if directory is not None and cache_dir is not None and cache_env is not None:
             env[cache_env] = str(directory / cache_dir)
