@@ -47,6 +47,16 @@ class Measure:
             if not math.isnan(self.score) else "correct; no time (nothing to rank by)"
 
 
+@dataclass
+class Tried:
+    """One variant the search measured: its label, source, the launch values it set and its measure."""
+    label: str
+    source: str
+    values: dict[str, int]
+    measure: Measure
+    structure: str = "original"
+
+
 def parse_check(output: str) -> tuple[bool, float]:
     """(all configs correct, total time in ms or nan) from the check command's output."""
     found = CHECK_LINE.findall(output)
@@ -87,7 +97,8 @@ SIZE_CLASS_CMD = (
     "    xs = build(cfg, 0)\n"
     "    xs = xs if isinstance(xs, (tuple, list)) else [xs]\n"
     "    n = max([x.numel() for x in xs if hasattr(x, 'numel')] or [0])\n"
-    "    print('SIZE_CLASS', i, 1 << max(n - 1, 0).bit_length())\n\"")
+    "    print('SIZE_CLASS', i, 1 << max(n - 1, 0).bit_length())\n"
+    "    del xs\n\"")
 
 
 def _literal(text: str) -> dict:

@@ -28,7 +28,6 @@ The last lines it prints (and `summary`) say what was tried, what was changed an
 """
 from __future__ import annotations
 
-import itertools
 import math
 import re
 import time
@@ -39,7 +38,8 @@ from typing import Any, Generator
 from kernelgym.errors import PolicyConfigError
 from kernelgym.policies.tuner.launch_params import (LaunchParams, UnparsableKernel, dispatch_by_size_class,
                                                     find_launch_params, set_params)
-from kernelgym.policies.tuner.measure import SIZE_CLASS_CMD, Measure, parse_measure, parse_size_classes
+from kernelgym.policies.tuner.constant_search import constants, tune_constants, tune_table
+from kernelgym.policies.tuner.measure import SIZE_CLASS_CMD, Measure, Tried, parse_measure, parse_size_classes
 
 BUDGET_IN_PROMPT = re.compile(r"You have (\d+) steps and (\d+) s")
 HERE = Path(__file__).resolve().parent
@@ -82,39 +82,6 @@ class TunerConfig:
     """Measured (GPU): measure the winner once more before submitting it."""
     verbose: bool = True
     """Print one progress line per variant (what it is, and its measure)."""
-
-
-def constants(source: str, names) -> dict[str, int]:
-    """The module-level `NAME = <int>` values of `names` in `source` (names absent are left out)."""
-    found = {}
-    for name in names:
-        m = re.search(rf"^{name}\s*=\s*(\d+)", source, flags=re.M)
-        if m:
-            found[name] = int(m.group(1))
-    return found
-
-
-def set_constant(source: str, name: str, value: int) -> str:
-    return re.sub(rf"^({name}\s*=\s*)\d+", rf"\g<1>{value}", source, count=1, flags=re.M)
-
-
-def set_table(source: str, name: str, table: dict[int, int]) -> str:
-    text = "{" + ", ".join(f"{k}: {v}" for k, v in sorted(table.items())) + "}"
-    return re.sub(rf"^({name}\s*=\s*)\{{[^\n]*\}}", lambda m: m.group(1) + text, source, count=1, flags=re.M)
-
-
-def next_pow2(n: int) -> int:
-    return 1 << max(int(n) - 1, 0).bit_length()
-
-
-@dataclass
-class Tried:
-    """One variant the search measured: its label, source, the launch values it set and its measure."""
-    label: str
-    source: str
-    values: dict[str, int]
-    measure: Measure
-    structure: str = "original"
 
 
 class TunerPolicy:
@@ -312,7 +279,7 @@ class TunerPolicy:
         """One structure's launch parameters, per-size-class choice and per-size table. Returns [Tried]."""
         model = m0.kind == "model"
         if self.config.params:
-            found = yield from self._tune_constants(name, source, m0, model)
+            found = yield from tune_constants(self, name, source, m0, model)
         else:
             try:
                 lp = find_launch_params(source)
@@ -327,7 +294,7 @@ class TunerPolicy:
                     found += (yield from self._per_class(name, source, lp, [Tried(name, source, {}, m0, name)] + found))
         best = max([Tried(name, source, {}, m0, name)] + found, key=lambda t: t.measure.score if t.measure.correct else -1)
         if table and not model and m0.kind == "measured" and m0.per_config:
-            found += (yield from self._tune_table(name, best.source, table, best.measure))
+            found += (yield from tune_table(self, name, best.source, table, best.measure))
         elif table and model:
             self._say(f"{name}: per-size table {table['name']} not searched on the model (launch options only)")
         return found
@@ -369,6 +336,12 @@ class TunerPolicy:
         usable = [t for t in tried if t.measure.correct and len(t.measure.per_config) > 1]
         if len(usable) < 2:
             return []
+        # Only where the configs' own best variants differ can any grouping of them into classes gain; the classes
+        # cost a command that builds every seen config's inputs.
+        per_config = {i: max(usable, key=lambda t: t.measure.per_config.get(i, ({}, 0.0))[1]).label
+                      for i in usable[0].measure.per_config}
+        if len(set(per_config.values())) < 2:
+            return []
         if self._classes is None:
             if not self._affordable(1):
                 return []
@@ -409,63 +382,3 @@ class TunerPolicy:
             f"{c}: " + ", ".join(f"{n}={v[n]}" for n in differ) for c, v in choice.items())
         m = yield from self._measure(src, label)
         return [Tried(label, src, {**best.values, "per size class": len(choice)}, m, name)]
-
-    def _tune_constants(self, name: str, source: str, m0: Measure, model: bool):
-        """`params`: the named module constants over their given values, jointly where the grid has at most
-        `max_joint` points, else one at a time from the best so far. Returns [Tried]."""
-        cfg = self.config
-        current = constants(source, cfg.params)
-        names = [n for n in current if not (model and n in cfg.launch_only)]
-        if not names:
-            return []
-        if math.prod(len(cfg.params[n]) for n in names) <= cfg.max_joint:
-            trials = [dict(zip(names, vals)) for vals in itertools.product(*(cfg.params[n] for n in names))]
-            plan = [t for t in trials if any(t[n] != current[n] for n in names)]
-            joint = True
-        else:
-            plan, joint = [(n, v) for n in names for v in cfg.params[n]], False
-        found, chosen, best_m = [], dict(current), m0
-        for item in plan:
-            t = item if joint else {**chosen, item[0]: item[1]}
-            if not joint and t[item[0]] == chosen[item[0]]:
-                continue
-            if not self._affordable(2):
-                self._stop("the constant search")
-                break
-            src = source
-            for k, v in t.items():
-                src = set_constant(src, k, v)
-            label = f"{name} with " + ", ".join(f"{k}={v}" for k, v in t.items())
-            m = yield from self._measure(src, label)
-            found.append(Tried(label, src, t, m, name))
-            if self._better(m, best_m):
-                best_m, chosen = m, t
-        return found
-
-    def _tune_table(self, name: str, source: str, table: dict, m0: Measure):
-        """A rewrite's per-size table: per size (next power of two of the config's `table['field']`), the value
-        with the best per-config speedup, from one measure per value on every size. Returns [Tried]."""
-        keys = {i: next_pow2(c.get(table["field"], 1)) for i, (c, _) in m0.per_config.items()}
-        results, found = {}, []
-        for v in table["values"]:
-            if not self._affordable(2):
-                self._stop("the per-size table search")
-                return found
-            src = set_table(source, table["name"], {k: v for k in set(keys.values())})
-            label = f"{name} with {table['name']} = {v} for every size"
-            m = yield from self._measure(src, label)
-            found.append(Tried(label, src, {table["name"]: v}, m, name))
-            if m.correct and m.per_config:
-                results[v] = m
-        if len(results) < 2 or not self._affordable(2):
-            return found
-        choice = {}
-        for k in sorted(set(keys.values())):
-            idx = [i for i, key in keys.items() if key == k]
-            choice[k] = max(results, key=lambda v: sum(results[v].per_config.get(i, ({}, 0.0))[1] for i in idx))
-        if len(set(choice.values())) > 1:
-            src = set_table(source, table["name"], choice)
-            label = f"{name} with {table['name']} = {choice} (best per size)"
-            m = yield from self._measure(src, label)
-            found.append(Tried(label, src, {table["name"]: str(choice)}, m, name))
-        return found
