@@ -6,6 +6,14 @@ import json
 from pathlib import Path
 
 
+def _console():
+    """A rich console as the CLI's (kernelgym.cli imports this module: importing it back would be a cycle)."""
+    import sys
+
+    from rich.console import Console
+    return Console(width=None if sys.stdout.isatty() else 200)
+
+
 def add_report_commands(sub: argparse._SubParsersAction) -> None:
     """Add ``report`` and ``compare`` to `kernelgym`'s subcommands `sub` (heavy imports wait for the command)."""
     from kernelgym.report.stats import DEFAULT_CONFIDENCE, DEFAULT_RESAMPLES, DEFAULT_SEED
@@ -36,7 +44,7 @@ def cmd_report(args: argparse.Namespace) -> int:
     """`kernelgym report RUN_DIR... [--out DIR]`."""
     from rich.markup import escape
 
-    from kernelgym.cli import console
+    console = _console()
     from kernelgym.report.writer import write_report
 
     written = write_report(args.runs, args.out)
@@ -52,7 +60,7 @@ def cmd_report(args: argparse.Namespace) -> int:
 def _side(path: str, label: str):
     from rich.markup import escape
 
-    from kernelgym.cli import console
+    console = _console()
     from kernelgym.errors import KernelGymError
     from kernelgym.report.runs import read_runs
 
@@ -70,7 +78,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
     """`kernelgym compare RUN_A RUN_B`: per-task table, unpaired episodes, the verdict line."""
     from rich.table import Table
 
-    from kernelgym.cli import console
+    console = _console()
     from kernelgym.errors import KernelGymError
     from kernelgym.report.compare import compare_runs
 
