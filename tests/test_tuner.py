@@ -332,3 +332,7 @@ def test_stays_within_the_time_budget(monkeypatch):
     d = Driver(p, answer, prompt="You have 200 steps and 3600 s")
     d.run(source("softmax"))
     assert clock[0] <= 100 and "time budget reached" in p.summary
+    # Each measure is cut off where the budget ends: 100 s at first, then what is left.
+    limits = [int(a["cmd"].split()[1]) for a in d.actions if a["kind"] == "shell"]
+    assert limits == [95, 65]  # the original at 0 s, one variant at 30 s; at 60 s two more measures would not fit
+    assert all(a["cmd"].endswith(" python bench.py --check") for a in d.actions if a["kind"] == "shell")

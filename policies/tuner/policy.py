@@ -174,11 +174,19 @@ class TunerPolicy:
         noise = max((x for x in (hi - 1.0, 1.0 - lo) if not math.isnan(x)), default=0.0)
         return 1.0 + max(noise, self.config.min_gain)
 
+    def _measure_cmd(self) -> str:
+        """The measure command, cut off where the time budget ends (a variant that compiles for minutes, say, is
+        stopped there and counts as failed), at least 10 s."""
+        if self._time_budget_s is None:
+            return self.config.check_cmd
+        left_s = self._time_budget_s - (time.monotonic() - self._start)
+        return f"timeout {max(10, int(left_s - 5))} {self.config.check_cmd}"
+
     def _measure(self, source: str, label: str, write: bool = True):
         t0 = time.monotonic()
         if write:
             yield {"kind": "write_file", "path": self.config.file, "content": source}
-        obs = yield {"kind": "shell", "cmd": self.config.check_cmd}
+        obs = yield {"kind": "shell", "cmd": self._measure_cmd()}
         self._measure_s.append(time.monotonic() - t0)
         m = parse_measure(obs["output"])
         self.log.append({"variant": label, "correct": m.correct, "kind": m.kind, "score": m.score,
@@ -244,7 +252,7 @@ class TunerPolicy:
         final = best if keep else tried[0]
         yield {"kind": "write_file", "path": cfg.file, "content": final.source}
         if keep and m.kind == "measured" and cfg.confirm and self._affordable(1):
-            obs = yield {"kind": "shell", "cmd": cfg.check_cmd}
+            obs = yield {"kind": "shell", "cmd": self._measure_cmd()}
             again = parse_measure(obs["output"])
             self.log.append({"variant": best.label + " (confirmation)", "correct": again.correct, "kind": again.kind,
                              "score": again.score, "bytes_ratio": again.bytes_ratio, "values": best.values})
