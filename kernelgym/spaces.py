@@ -16,6 +16,7 @@ U+00A0-U+2FFF, which covers compiler and profiler output; other characters becom
 """
 from __future__ import annotations
 
+import copy
 import dataclasses
 import json
 from dataclasses import dataclass
@@ -23,6 +24,7 @@ from typing import Any
 
 import numpy as np
 from gymnasium import spaces
+from gymnasium.vector.utils import batch_space, concatenate, create_empty_array
 
 ACTION_KINDS = ("shell", "write_file", "edit_file", "read_file", "submit", "profile", "bench")
 MAX_CONFIGS = 64
@@ -91,6 +93,35 @@ class ActionSpace(spaces.Dict):
                         break
                     drawn[name] = draw(name)
         return drawn
+
+
+class BatchedActionSpace(spaces.Dict):
+    """A vector env's action space: Gymnasium's batched form of `ActionSpace` (a Dict with every key, each a batch
+    of `num_envs`), whose `sample` is `num_envs` samples of `ActionSpace`, each well formed, batched. Gymnasium's own
+    batched Dict samples every field of every env, so nearly each env's action would carry fields its kind does not
+    take and be refused. `gymnasium.vector.utils.batch_space` makes this one for an `ActionSpace`."""
+
+    def __init__(self, single: ActionSpace, num_envs: int, seed: int | np.random.Generator | None = None):
+        batched = batch_space.dispatch(spaces.Dict)(single, num_envs)
+        super().__init__(batched.spaces, seed=seed)
+        self.single, self.num_envs = single, num_envs
+
+    def seed(self, seed: int | None = None):
+        """Seed the batched fields and the per-env draws (`sample`) alike."""
+        seeds = super().seed(seed)
+        self.single.seed(int(self.np_random.integers(2**31)))
+        return seeds
+
+    def sample(self, mask: dict[str, Any] | None = None, probability: dict[str, Any] | None = None) -> dict[str, Any]:
+        """`num_envs` well-formed actions (`ActionSpace.sample`, with the same `mask` or `probability` each), in
+        the batched form a vector env's `step` takes."""
+        actions = [self.single.sample(mask=mask, probability=probability) for _ in range(self.num_envs)]
+        return concatenate(self.single, actions, create_empty_array(self.single, self.num_envs))
+
+
+@batch_space.register(ActionSpace)
+def _batch_action_space(space: ActionSpace, n: int = 1) -> BatchedActionSpace:
+    return BatchedActionSpace(copy.deepcopy(space), n, seed=copy.deepcopy(space.np_random))
 
 
 def action_space() -> ActionSpace:

@@ -118,3 +118,32 @@ def test_200_sampled_actions_step_without_an_error_about_their_shape(env):
             env.reset(seed=i)
     assert set(first) == {"bench", "submit"} and stepped > 100
     assert content_errors < stepped  # shell, bench and submit samples run without an action error
+
+
+def test_a_vector_envs_sampled_batch_is_well_formed_per_env():
+    from gymnasium.vector.utils import batch_space, iterate
+
+    from kernelgym.spaces import BatchedActionSpace, action_space, parse_action
+    batched = batch_space(action_space(), 4)
+    assert isinstance(batched, BatchedActionSpace)
+    batched.seed(0)
+    first = batched.sample()
+    batched.seed(0)
+    assert batched.sample()["kind"].tolist() == first["kind"].tolist()  # seeded draws repeat
+    for _ in range(25):
+        batch = batched.sample()
+        assert batched.contains(batch) and len(batch["kind"]) == 4
+        for action in iterate(batched, batch):
+            parse_action(action)  # raises ActionError for a stray or missing field
+
+
+def test_make_vec_gives_the_batched_action_space(tmp_path, monkeypatch):
+    import gymnasium as gym
+
+    from kernelgym.spaces import BatchedActionSpace
+    monkeypatch.chdir(tmp_path)
+    envs = gym.make_vec("KernelArena/triton-rmsnorm-v0", num_envs=2, vectorization_mode="sync")
+    try:
+        assert isinstance(envs.action_space, BatchedActionSpace)
+    finally:
+        envs.close()
