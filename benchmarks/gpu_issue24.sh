@@ -5,7 +5,7 @@
 #     bash benchmarks/gpu_issue24.sh all       # one call: rmsnorm at 1, 8 and 16 envs, matmul at 8, then the
 #                                               issue-25 learning loop (about 9 min)
 #     bash benchmarks/gpu_issue24.sh quality     # noise (rmsnorm against itself, 20 gradings), baselines 220 +- 1%
-#     bash benchmarks/gpu_issue24.sh final       # one call: rmsnorm at 1, 8 and 16 envs, matmul at 8 over a longer
+#     bash benchmarks/gpu_issue24.sh final       # one call: rmsnorm at 1 and 8 envs (8 also at 1 harness thread), matmul at 8 over a longer
 #                                               window (past its autotuning), cuda-softmax's reset at 1 env (7 min)
 #     bash benchmarks/gpu_issue24.sh baselines   # every Triton baseline graded once (220 +- 1%), about 4 min
 # COMMIT=<hash> names the commit measured in machine.txt (the device's copy of .git is not the checkout's).
@@ -39,7 +39,6 @@ final)
     tp 80 triton-rmsnorm 1 35 final_rmsnorm_n1.json
     tp 100 triton-rmsnorm 8 50 final_rmsnorm_n8.json
     tp 100 triton-rmsnorm 8 50 final_rmsnorm_n8_t1.json --harness-threads 1
-    tp 110 triton-rmsnorm 16 50 final_rmsnorm_n16.json
     tp 180 triton-matmul 8 110 final_matmul_n8.json
     tp 100 cuda-softmax 1 40 final_cuda_softmax_n1.json
     ;;
