@@ -112,22 +112,33 @@ def judge(record: dict) -> dict:
     return record
 
 
-def run_main_job(run_dir: str) -> dict:
-    """`kernelgym run --task triton-rmsnorm --policy tuner` as a user runs it; its graded speedup from results.json."""
+def run_main_job(run_dir: str, timeout_s: float, policy_config: str | None) -> dict:
+    """`kernelgym run --task triton-rmsnorm --policy tuner` as a user runs it (`policy_config`: a --policy-config, or
+    None); its graded speedup from results.json. Past `timeout_s` its process group is killed and the record says so."""
+    import signal
+
     start = time.monotonic()
-    proc = subprocess.run([sys.executable, "-m", "kernelgym.cli", "run", "--task", "triton-rmsnorm", "--policy", "tuner",
-                           "--run-dir", run_dir], capture_output=True, text=True, timeout=900)
+    cmd = [sys.executable, "-m", "kernelgym.cli", "run", "--task", "triton-rmsnorm", "--policy", "tuner",
+           "--run-dir", run_dir] + (["--policy-config", policy_config] if policy_config else [])
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True)
+    try:
+        output, _ = proc.communicate(timeout=timeout_s)
+        status = f"exit {proc.returncode}"
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)  # the CLI and the grading processes it started
+        output, _ = proc.communicate()
+        status = f"killed after {timeout_s:.0f} s (--main-job-timeout-s)"
     runs = sorted(Path(run_dir).glob("*/results.json"))
     results = json.loads(runs[-1].read_text()) if runs else []
     grade = results[0].get("grade", {}) if results else {}
     speedup = grade.get("speedup")
-    return {"command": "kernelgym run --task triton-rmsnorm --policy tuner", "exit": proc.returncode,
+    return {"command": "kernelgym " + " ".join(cmd[3:]), "status": status,
             "wall_s": round(time.monotonic() - start, 1), **_grade_row(grade),
             "reward": results[0].get("reward") if results else None,
             "at_target": None if speedup is None else speedup >= MAIN_JOB_TARGET,
             "label": "untimed (CPU interpreter)" if grade.get("interpreter") else
-            (f"{speedup:.3f}x" if speedup is not None else "no grade"),
-            "output_tail": (proc.stdout + proc.stderr)[-4000:]}
+            (f"{speedup:.3f}x" if speedup is not None else f"no grade ({status})"),
+            "output_tail": (output or "")[-4000:]}
 
 
 def summary_markdown(doc: dict) -> str:
@@ -177,6 +188,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--only", default="", help="comma-separated task names")
     ap.add_argument("--skip", default="", help="comma-separated task names")
     ap.add_argument("--no-main-job", action="store_true", help="skip `kernelgym run --task triton-rmsnorm --policy tuner`")
+    ap.add_argument("--main-job-timeout-s", type=float, default=470.0, help="the main job is killed after this")
+    ap.add_argument("--main-job-config", default=None, help="a --policy-config for the main job (default: none)")
     ap.add_argument("--run-dir", default="/tmp/kg-tuner-suite")
     args = ap.parse_args(argv)
     out = Path(args.out)
@@ -197,7 +210,8 @@ def main(argv: list[str] | None = None) -> int:
     run_root = Path(args.run_dir)
     with ProcessPoolExecutor(max_workers=args.parallel + (0 if args.no_main_job else 1),
                              mp_context=mp.get_context("spawn")) as pool:
-        main_job = None if args.no_main_job else pool.submit(run_main_job, str(run_root / "main-job"))
+        main_job = None if args.no_main_job else pool.submit(run_main_job, str(run_root / "main-job"),
+                                                                  args.main_job_timeout_s, args.main_job_config)
         pending = {pool.submit(run_task, t, str(run_root / t), args.task_budget_s, args.max_steps,
                                args.baseline_grades, threads, deadline): t for t in tasks}
         while pending:

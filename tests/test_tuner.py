@@ -336,3 +336,22 @@ def test_stays_within_the_time_budget(monkeypatch):
     limits = [int(a["cmd"].split()[1]) for a in d.actions if a["kind"] == "shell"]
     assert limits == [95, 65]  # the original at 0 s, one variant at 30 s; at 60 s two more measures would not fit
     assert all(a["cmd"].endswith(" python bench.py --check") for a in d.actions if a["kind"] == "shell")
+
+
+def test_the_suite_benchmark_judges_against_the_baselines_noise():
+    import importlib.util
+    spec = importlib.util.spec_from_file_location("tuner_suite", DEFAULT_POLICIES_ROOT.parent / "benchmarks" / "tuner_suite.py")
+    suite = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(suite)
+    grade = {"speedup": 0.97, "configs": [{"noise_band": [0.98, 1.02]}, {"noise_band": [0.99, 1.01]}]}
+    assert suite.band_half_width(grade) == pytest.approx(0.015)
+    base = [{"speedup": 1.01, "noise_half_width": 0.015}]
+    slower = suite.judge({"task": "t", "tuner": {"speedup": 0.97}, "baseline": base})
+    assert slower["baseline_noise"] == pytest.approx(0.015) and slower["slower_beyond_noise"] and not slower["at_target"]
+    within = suite.judge({"task": "u", "tuner": {"speedup": 0.99}, "baseline": base})
+    assert not within["slower_beyond_noise"]
+    untimed = suite.judge({"task": "v", "interpreter": True, "tuner": {"speedup": None}, "baseline": [{"speedup": None}]})
+    assert untimed["label"] == "untimed (CPU interpreter)" and not untimed["timed"]
+    md = suite.summary_markdown({"machine": "m", "date": "d", "wall_s": 1, "main_job": None,
+                                 "tasks": [slower, within, untimed]})
+    assert "slower than the baseline beyond its noise: ['t']" in md and "| v | untimed (CPU interpreter) |" in md

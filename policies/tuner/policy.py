@@ -268,7 +268,11 @@ class TunerPolicy:
 
     def _summarize(self, final: Tried, base: Measure, tried: list[Tried], why: str) -> str:
         correct = sum(t.measure.correct for t in tried[1:])
-        lines = [f"tuner summary: tried {len(tried) - 1} variant(s) besides the original ({correct} correct)."]
+        lines = [f"tuner summary: tried {len(tried) - 1} variant(s) besides the original ({correct} correct)"
+                 + (":" if len(tried) > 1 else ".")]
+        unit = "x (model)" if base.kind == "model" else "x" if base.kind == "measured" else " (1/ms)"
+        lines += [f"  {t.label}: " + (f"{t.measure.score:.4f}{unit}" if t.measure.correct else "wrong or failed")
+                  for t in tried[1:]]
         lines += [f"  - {n}" for n in dict.fromkeys(self.notes)]
         if final.label == "original":
             lines.append(f"Submitted: the original kernel, unchanged ({why}).")
