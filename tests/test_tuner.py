@@ -355,3 +355,20 @@ def test_the_suite_benchmark_judges_against_the_baselines_noise():
     md = suite.summary_markdown({"machine": "m", "date": "d", "wall_s": 1, "main_job": None,
                                  "tasks": [slower, within, untimed]})
     assert "slower than the baseline beyond its noise: ['t']" in md and "| v | untimed (CPU interpreter) |" in md
+
+
+def test_a_second_pass_follows_what_the_first_changed():
+    # 4096 only pays once the warps are 8, which the first pass finds after it has passed the block size.
+    scores = {(2048, 4): 1.1, (4096, 4): 0.9, (2048, 8): 1.2, (4096, 8): 1.35}
+
+    def answer(src):
+        found = find_launch_params(src).by_name()
+        return bench("measured", scores.get((found["BLOCK_SIZE"].value, found["NUM_WARPS"].value), 1.0))
+    p = load_policy("tuner", rewrites=[], verbose=False)
+    final = Driver(p, answer, prompt="You have 200 steps and 3600 s").run(source("softmax"))
+    found = find_launch_params(final).by_name()
+    assert (found["BLOCK_SIZE"].value, found["NUM_WARPS"].value) == (4096, 8)
+    p = load_policy("tuner", rewrites=[], verbose=False, passes=1)
+    final = Driver(p, answer, prompt="You have 200 steps and 3600 s").run(source("softmax"))
+    found = find_launch_params(final).by_name()
+    assert (found["BLOCK_SIZE"].value, found["NUM_WARPS"].value) == (2048, 8)

@@ -28,6 +28,7 @@ The last lines it prints (and `summary`) say what was tried, what was changed an
 """
 from __future__ import annotations
 
+import dataclasses
 import math
 import re
 import time
@@ -36,9 +37,9 @@ from pathlib import Path
 from typing import Any, Generator
 
 from kernelgym.errors import PolicyConfigError
-from kernelgym.policies.tuner.launch_params import (LaunchParams, UnparsableKernel, dispatch_by_size_class,
-                                                    find_launch_params, set_params)
 from kernelgym.policies.tuner.constant_search import constants, tune_constants, tune_table
+from kernelgym.policies.tuner.launch_params import (DEFAULT_STAGES, LaunchParams, UnparsableKernel,
+                                                    dispatch_by_size_class, find_launch_params, set_params)
 from kernelgym.policies.tuner.measure import SIZE_CLASS_CMD, Measure, Tried, parse_measure, parse_size_classes
 
 BUDGET_IN_PROMPT = re.compile(r"You have (\d+) steps and (\d+) s")
@@ -74,6 +75,8 @@ class TunerConfig:
     tune_within: float = 0.05
     """Measured (GPU): a structure whose own measure lies more than this fraction below the best structure's is not
     tuned; its launch parameters seldom make up such a gap, and each variant costs a bench run."""
+    passes: int = 2
+    """Passes of the one-parameter-at-a-time search over the launch parameters (another only while one improved)."""
     size_classes: bool = True
     """Try a kernel that picks launch parameters per size class of its inputs, where the classes' best differ."""
     time_budget_s: float | None = None
@@ -261,6 +264,8 @@ class TunerPolicy:
                 why = f"a second measure of {best.label} ({again.score:.4f}x) did not lie beyond {bar:.4f}x"
                 yield {"kind": "write_file", "path": cfg.file, "content": original}
                 final = tried[0]
+            else:
+                self.notes.append(f"confirmed: a second measure of {best.label} gave {again.score:.4f}x")
         self.summary = self._summarize(final, base, tried, why)
         if cfg.verbose:
             print(self.summary, flush=True)
@@ -313,33 +318,39 @@ class TunerPolicy:
 
     def _coordinate(self, name: str, source: str, lp: LaunchParams, m0: Measure, model: bool):
         """One parameter at a time from the best so far, nearest values first; a direction that did not help is
-        not followed further. Returns [Tried]."""
+        not followed further. Up to `passes` passes over the parameters, while a pass improved. Returns [Tried]."""
         found, values, best_m = [], {}, m0
         skipped = [p.name for p in lp.params if model and p.launch_only]
         if skipped:
             self._note(f"{name}: {', '.join(skipped)} not searched on the model (launch options: the interpreter "
                        f"ignores them)")
-        for p in lp.params:
-            if model and p.launch_only:
-                continue
-            ref = p.value if p.value is not None else 3
-            dead = set()  # directions (-1, +1) that did not help
-            for v in p.candidates():
-                direction = 1 if v > ref else -1
-                if direction in dead:
-                    continue
-                if not self._affordable(2):
-                    self._stop("the launch-parameter search")
-                    return found
-                trial = {**values, p.name: v}
-                label = f"{name} with " + ", ".join(f"{k}={x}" for k, x in trial.items())
-                src = set_params(source, trial)
-                m = yield from self._measure(src, label)
-                found.append(Tried(label, src, trial, m, name))
-                if self._better(m, best_m):
-                    best_m, values = m, trial
-                else:
-                    dead.add(direction)
+        tunable = [p for p in lp.params if not (model and p.launch_only)]
+        seen = set()  # the value sets measured already
+        for _ in range(self.config.passes):
+            improved = False
+            for p in tunable:
+                here = dataclasses.replace(p, value=values.get(p.name, p.value))
+                ref = here.value if here.value is not None else DEFAULT_STAGES
+                dead = set()  # directions (-1, +1) that did not help
+                for v in here.candidates():
+                    direction = 1 if v > ref else -1
+                    trial = {**values, p.name: v}
+                    if direction in dead or tuple(sorted(trial.items())) in seen:
+                        continue
+                    if not self._affordable(2):
+                        self._stop("the launch-parameter search")
+                        return found
+                    seen.add(tuple(sorted(trial.items())))
+                    label = f"{name} with " + ", ".join(f"{k}={x}" for k, x in trial.items())
+                    src = set_params(source, trial)
+                    m = yield from self._measure(src, label)
+                    found.append(Tried(label, src, trial, m, name))
+                    if self._better(m, best_m):
+                        best_m, values, improved = m, trial, True
+                    else:
+                        dead.add(direction)
+            if not improved or len(tunable) < 2:  # another pass can only move what the others' change affects
+                break
         return found
 
     def _per_class(self, name: str, source: str, lp: LaunchParams, tried: list[Tried]):
@@ -366,14 +377,19 @@ class TunerPolicy:
             return []
         best = max(usable, key=lambda t: t.measure.score)
         full = {p.name: p.value for p in lp.params}
+        default = {**full, **best.values}
+        # Per call the wrapper can choose only the constants it alone reads (a num_stages the launch leaves out, a
+        # literal, a constant a jit body reads: not); the classes choose among variants that keep the others at the
+        # overall best's values.
+        fixed = [n for n in full if not (lp.dispatchable(n) and lp.wrapper_of.get(n) == entry)]
+        usable = [t for t in usable if all({**full, **t.values}[n] == default[n] for n in fixed)]
         choice = {}
         for c in sorted(set(classes.values())):
             idx = [i for i, k in classes.items() if k == c]
             top = max(usable, key=lambda t: sum(t.measure.per_config.get(i, ({}, 0.0))[1] for i in idx))
             choice[c] = {**full, **top.values}
-        default = {**full, **best.values}
         differ = sorted({n for v in choice.values() for n in v if v[n] != default[n]})
-        if not differ:
+        if not differ:  # every class's best is the overall best (among variants it can choose)
             return []
         wrong = [n for n in differ if not lp.dispatchable(n) or lp.wrapper_of.get(n) != entry]
         if wrong:
