@@ -372,3 +372,19 @@ def test_a_second_pass_follows_what_the_first_changed():
     final = Driver(p, answer, prompt="You have 200 steps and 3600 s").run(source("softmax"))
     found = find_launch_params(final).by_name()
     assert (found["BLOCK_SIZE"].value, found["NUM_WARPS"].value) == (2048, 8)
+
+
+def test_the_tuner_loads_from_a_checkout_on_pythonpath_never_installed():
+    # On the GPU machines kernelgym runs from the copied checkout on PYTHONPATH: no finder maps kernelgym.policies
+    # there, and the tuner's policy.py imports the modules beside it by that package name. `python -S` skips the
+    # editable install's .pth (its finder), as such a machine has none.
+    import subprocess
+    import sysconfig
+    code = (f"import sys; sys.path.insert(0, {str(DEFAULT_POLICIES_ROOT.parent)!r}); "
+            f"sys.path.append({sysconfig.get_paths()['purelib']!r}); import importlib.util; "
+            "assert importlib.util.find_spec('kernelgym.policies') is None; "
+            "from kernelgym.policy import load_policy; p = load_policy('tuner', verbose=False); "
+            "print(sys.modules['kernelgym.policies.tuner.launch_params'].__file__)")
+    proc = subprocess.run([sys.executable, "-S", "-c", code], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == str(DEFAULT_POLICIES_ROOT / "tuner" / "launch_params.py")

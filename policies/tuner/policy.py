@@ -29,21 +29,41 @@ The last lines it prints (and `summary`) say what was tried, what was changed an
 from __future__ import annotations
 
 import dataclasses
+import importlib.util
 import math
 import re
+import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Generator
 
 from kernelgym.errors import PolicyConfigError
-from kernelgym.policies.tuner.constant_search import constants, tune_constants, tune_table
-from kernelgym.policies.tuner.launch_params import (DEFAULT_STAGES, LaunchParams, UnparsableKernel,
+
+HERE = Path(__file__).resolve().parent
+
+
+def _policies_package() -> None:
+    """Make ``kernelgym.policies`` importable where no finder maps it, so the modules beside this file import by
+    their package names: a checkout used from PYTHONPATH, never installed (as on the GPU machines), has no
+    ``kernelgym/policies``; the folder is the package, loaded from its own ``__init__.py``."""
+    try:
+        importlib.import_module("kernelgym.policies")
+    except ImportError:
+        spec = importlib.util.spec_from_file_location("kernelgym.policies", HERE.parent / "__init__.py",
+                                                      submodule_search_locations=[str(HERE.parent)])
+        module = importlib.util.module_from_spec(spec)
+        sys.modules["kernelgym.policies"] = module
+        spec.loader.exec_module(module)
+
+
+_policies_package()
+from kernelgym.policies.tuner.constant_search import constants, tune_constants, tune_table  # noqa: E402
+from kernelgym.policies.tuner.launch_params import (DEFAULT_STAGES, LaunchParams, UnparsableKernel,  # noqa: E402
                                                     dispatch_by_size_class, find_launch_params, set_params)
-from kernelgym.policies.tuner.measure import SIZE_CLASS_CMD, Measure, Tried, parse_measure, parse_size_classes
+from kernelgym.policies.tuner.measure import SIZE_CLASS_CMD, Measure, Tried, parse_measure, parse_size_classes  # noqa: E402
 
 BUDGET_IN_PROMPT = re.compile(r"You have (\d+) steps and (\d+) s")
-HERE = Path(__file__).resolve().parent
 INTERPRETER_NOTE = ("On the CPU interpreter nothing is timed: the reward of 120 means the kernel is correct, not that "
                     "it was timed (the interpreter's grade has no speedup term).")
 
