@@ -304,7 +304,9 @@ class TunerPolicy:
         else:
             change = ", ".join(f"{k}={v}" for k, v in final.values.items()) or "its own defaults"
             lines.append(f"Submitted: {final.label}. Changed: {change if final.structure == 'original' else final.structure + ' with ' + change}. "
-                         f"Why: {final.measure.describe()}, beyond the original's noise band ({self.bar(base):.4f}x).")
+                         f"Why: {final.measure.describe()}, "
+                         + ("above the original's 1.0000x (the model is deterministic: it has no noise band)."
+                            if base.kind == "model" else f"beyond the original's noise band ({self.bar(base):.4f}x)."))
         if base.kind == "model":
             m = final.measure
             lines.append(f"MODEL estimate of the submitted kernel (bench.py's roofline model, kernelgym/estimate.py; "
