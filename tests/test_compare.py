@@ -124,3 +124,31 @@ def test_a_side_with_no_run_directory_is_an_error(tmp_path, capsys):
     assert main(["compare", str(a), str(tmp_path / "empty")]) == 2
     out = capsys.readouterr().out
     assert "skipped:" in out and "not a run directory" in out and "B (" in out
+
+
+def test_one_pair_is_not_called_significant_and_left_out_pairs_are_named(tmp_path):
+    task = "triton-rmsnorm"
+    a = make_run_dir(tmp_path / "a", task, "tuner", [fake_result(fake_grade(task, speedup=1.0)) for _ in range(2)])
+    faulty = fake_grade(task, compiled=False, fault="infra")
+    b = make_run_dir(tmp_path / "b", task, "agent", [fake_result(fake_grade(task, speedup=2.0)), fake_result(faulty)])
+    c = compare_runs(read_runs([a]).episodes, read_runs([b]).episodes)
+    # One pair resamples to itself (a zero-width interval): no verdict of significance from it.
+    assert c.pairs == 1 and c.score.low == c.score.high
+    assert "significantly" not in c.verdict and c.verdict.count("one pair, too few to judge significance") == 2
+    assert c.verdict.endswith("(left out: 1 with an infrastructure fault)"), c.verdict
+
+
+def test_rich_markup_in_names_from_a_run_directory_is_printed_as_text(tmp_path, capsys):
+    # Task and policy names come from run directories (results.json can name its own): never rich markup.
+    name = "[red]x<script>"  # rendered as markup, "[red]" would vanish (and a "[/]" would raise MarkupError)
+    sides = []
+    for side in ("a", "b"):
+        run = make_run_dir(tmp_path / side, "triton-rmsnorm", name, [fake_result(fake_grade("triton-rmsnorm",
+                                                                                             speedup=1.0))])
+        results = json.loads((run / "results.json").read_text())
+        results[0]["task"] = name
+        (run / "results.json").write_text(json.dumps(results))
+        sides.append(str(run))
+    assert main(["compare", *sides]) == 0
+    out = capsys.readouterr().out
+    assert f"policies {name})" in out and f"│ {name} │" in out, out

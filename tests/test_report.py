@@ -219,3 +219,36 @@ def test_report_page_in_headless_chromium(tmp_path):
     for series_colour in PALETTE[:2]:  # both policies' bars and points were painted
         rgb = tuple(int(series_colour[i:i + 2], 16) for i in (1, 3, 5))
         assert drawn.get(rgb, 0) > 2000, series_colour
+
+
+@pytest.mark.parametrize("edit, why", [
+    (lambda r: r["grade"].update(speedup=float("inf")), "episode 1: the grade's speedup is inf, not a finite number"),
+    (lambda r: r["grade"].update(score=float("nan")), "episode 1: the grade's score is nan, not a finite number"),
+    (lambda r: r["usage"].update(cost_usd=float("inf")), "episode 1: cost_usd is inf, not a finite number"),
+    (lambda r: r["usage"].update(output_tokens=[1]), "usage token counts must be whole numbers"),
+    (lambda r: r.update(seed=[1]), "episode 1: seed [1] is not a whole number"),
+])
+def test_a_corrupted_results_file_is_skipped_with_its_reason(tmp_path, capsys, edit, why):
+    # Python's json reads NaN and Infinity: such a value broke the page's axes and bins (a traceback) or a mean.
+    task = "triton-rmsnorm"
+    good = make_run_dir(tmp_path, task, "agent", [fake_result(fake_grade(task, speedup=1.5), tokens=(10, 5))])
+    bad = make_run_dir(tmp_path, task, "tuner", [fake_result(fake_grade(task, speedup=1.5), tokens=(10, 5))])
+    results = json.loads((bad / "results.json").read_text())
+    edit(results[0])
+    (bad / "results.json").write_text(json.dumps(results))
+    assert main(["report", str(good), str(bad), "--out", str(tmp_path / "out")]) == 0
+    assert why in capsys.readouterr().out
+    r = json.loads((tmp_path / "out" / "report.json").read_text())
+    assert len(r["episodes"]) == 1 and len(r["skipped"]) == 1 and why in r["skipped"][0]
+
+
+def test_negative_scores_and_a_malformed_older_grade_are_reported(tmp_path):
+    task = "triton-rmsnorm"
+    older = {"stages": [{"passed": True}, {"passed": True}, {"passed": True}], "configs": [{"noise_band": "ab"}],
+             "checks": {}}
+    run = make_run_dir(tmp_path, task, "agent", [{"reward": -5.0, "grade": {"score": -5.0}, "steps": 1},
+                                                 {"reward": 0.0, "grade": older, "steps": 1}])
+    assert main(["report", str(run)]) == 0
+    r = json.loads((run / "report.json").read_text())
+    assert r["score_distribution"]["bins"][0] == [0.0, 20.0] and r["score_distribution"]["counts"]["agent"][0] == 2
+    assert [e["outcome"] for e in r["episodes"]] == ["unknown", "unknown"]

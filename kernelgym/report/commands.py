@@ -53,7 +53,7 @@ def cmd_report(args: argparse.Namespace) -> int:
     r = written.report
     console.print(f"report of {len(r['episodes'])} episodes from {len(r['runs'])} run directories:")
     for path in written.files:
-        console.print(f"  {path}", soft_wrap=True)
+        console.print(f"  {escape(str(path))}", soft_wrap=True)
     return 0
 
 
@@ -69,14 +69,16 @@ def _side(path: str, label: str):
         console.print(f"[yellow]skipped:[/] {escape(line)}", soft_wrap=True)
     if not runs.episodes:
         raise KernelGymError(f"{label} ({path}): no finished episode in a run directory")
-    console.print(f"{label}: {escape(path)} ({len(runs.episodes)} episodes, policies "
-                  f"{', '.join(dict.fromkeys(e.policy for e in runs.episodes))})", soft_wrap=True)
+    policies = ", ".join(dict.fromkeys(e.policy for e in runs.episodes))
+    console.print(f"{label}: {escape(path)} ({len(runs.episodes)} episodes, policies {escape(policies)})",
+                  soft_wrap=True)
     return runs.episodes
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
     """`kernelgym compare RUN_A RUN_B`: per-task table, unpaired episodes, the verdict line."""
     from rich.table import Table
+    from rich.text import Text
 
     console = _console()
     from kernelgym.errors import KernelGymError
@@ -92,8 +94,8 @@ def cmd_compare(args: argparse.Namespace) -> int:
     for col in ("task", "pairs", "score A", "score B", "score B-A", "timed pairs", "speedup A", "speedup B",
                 "speedup B-A"):
         table.add_column(col, justify="left" if col == "task" else "right")
-    for t in c.tasks:
-        table.add_row(t.task, str(t.pairs), f"{t.score_a:.1f}", f"{t.score_b:.1f}", f"{t.score_delta:+.1f}",
+    for t in c.tasks:  # the task as Text: a name from a run directory is data, never rich markup
+        table.add_row(Text(t.task), str(t.pairs), f"{t.score_a:.1f}", f"{t.score_b:.1f}", f"{t.score_delta:+.1f}",
                       str(t.speedup_pairs), sp(t.speedup_a), sp(t.speedup_b),
                       "n/a" if t.speedup_delta is None else f"{t.speedup_delta:+.3f}x")
     console.print(table)

@@ -57,7 +57,13 @@ class Comparison:
         parts = [_judge("score", self.score, "{:+.2f}", self.label_b, "higher", "lower")]
         parts.append(_judge("speedup", self.speedup, "{:+.3f}x", self.label_b, "faster", "slower") if self.speedup
                      else "speedup: not timed on both sides")
-        return (f"{self.label_b} vs {self.label_a} over {self.pairs} (task, seed) pairs: " + "; ".join(parts))
+        # What was left out changes what the verdict covers (a side whose failures are infra faults loses exactly
+        # its failures): the line says so, not only the table above it.
+        left = [f"{n} {what}" for n, what in ((self.infra_faults, "with an infrastructure fault"),
+                                               (len(self.unpaired_a), f"of {self.label_a} unpaired"),
+                                               (len(self.unpaired_b), f"of {self.label_b} unpaired")) if n]
+        return (f"{self.label_b} vs {self.label_a} over {self.pairs} (task, seed) pairs: " + "; ".join(parts)
+                + (f" (left out: {', '.join(left)})" if left else ""))
 
     def to_dict(self) -> dict[str, Any]:
         return {"label_a": self.label_a, "label_b": self.label_b, "pairs": self.pairs,
@@ -71,6 +77,8 @@ class Comparison:
 def _judge(name: str, iv: Interval, fmt: str, label_b: str, up: str, down: str) -> str:
     head = (f"{name} {fmt.format(iv.mean)} ({iv.confidence:.0%} CI {fmt.format(iv.low)} to "
             f"{fmt.format(iv.high)})")
+    if iv.n < 2:  # one pair resamples to itself: a zero-width interval whatever the difference
+        return f"{head}: one pair, too few to judge significance"
     if iv.includes_zero:
         return f"{head}: no significant difference (the interval includes 0)"
     return f"{head}: {label_b} is significantly {up if iv.mean > 0 else down}"

@@ -8,6 +8,7 @@ rollout result per finished episode, in order: reward, grade, usage, outcome, ..
 from __future__ import annotations
 
 import json
+import math
 import re
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -107,20 +108,41 @@ def grade_outcome(grade: dict) -> str:
     stages = grade.get("stages")
     if not (isinstance(stages, list) and len(stages) >= 3 and all(isinstance(s, dict) for s in stages)):
         return UNKNOWN
+    configs, checks = grade.get("configs") or [], grade.get("checks") or {}
+    bands_ok = isinstance(configs, list) and all(
+        isinstance(c, dict) and (not c.get("noise_band") or isinstance(c["noise_band"], list)
+                                 and len(c["noise_band"]) == 2
+                                 and all(isinstance(x, (int, float)) for x in c["noise_band"])) for c in configs)
+    if not (bands_ok and isinstance(checks, dict)):  # a grade of another shape: nothing to decide from
+        return UNKNOWN
     return decide(compiled=stages[0].get("passed"), correct=stages[1].get("passed"),
-                  performance=stages[2].get("passed"), configs=grade.get("configs") or [],
-                  checks=grade.get("checks") or {}, fault=None)
+                  performance=stages[2].get("passed"), configs=configs, checks=checks, fault=None)
 
 
 def _tokens(usage: dict) -> int | None:
+    """Every token of `usage` (None where it reports none).
+
+    Raises:
+        ValueError: a count is not a whole number (results.json was edited or corrupted)."""
     if usage.get("input_tokens") is None:
         return None
-    return sum(int(usage.get(k) or 0) for k in ("input_tokens", "output_tokens", "cached_tokens",
-                                                "cache_write_tokens"))
+    counts = [usage.get(k) or 0 for k in ("input_tokens", "output_tokens", "cached_tokens", "cache_write_tokens")]
+    if not all(isinstance(n, int) and not isinstance(n, bool) for n in counts):
+        raise ValueError(f"usage token counts must be whole numbers, got {counts!r:.200}")
+    return sum(counts)
 
 
-def _number(x: Any) -> float | None:
-    return float(x) if isinstance(x, (int, float)) and not isinstance(x, bool) else None
+def _number(x: Any, what: str = "a number") -> float | None:
+    """`x` as a float; None where it is missing (None) or not a number.
+
+    Raises:
+        ValueError: `x` is NaN or infinite (Python's json reads NaN and Infinity): a chart or a mean of it says
+            nothing, and would break the page's axes."""
+    if not isinstance(x, (int, float)) or isinstance(x, bool):
+        return None
+    if not math.isfinite(x):
+        raise ValueError(f"{what} is {x}, not a finite number")
+    return float(x)
 
 
 def episode_row(run_dir: Path, settings: dict, k: int, result: dict) -> EpisodeRow:
@@ -134,16 +156,21 @@ def episode_row(run_dir: Path, settings: dict, k: int, result: dict) -> EpisodeR
         outcome = POLICY_ERROR if result.get("policy_error") else graded
     first_seed = settings.get("seed")
     seed = result.get("seed", first_seed + k if isinstance(first_seed, int) else None)
-    score = _number(grade.get("score"))
+    if not (seed is None or isinstance(seed, int) and not isinstance(seed, bool)):
+        # Episodes pair by (task, seed): a seed of another type would pair with nothing, or not hash.
+        raise ValueError(f"episode {k + 1}: seed {seed!r:.80} is not a whole number")
+    score = _number(grade.get("score"), f"episode {k + 1}: the grade's score")
     return EpisodeRow(
         run_dir=str(run_dir), task=task_name(result.get("task") or grade.get("task") or settings.get("task", "?")),
         policy=str(result.get("policy") or settings.get("policy", "?")), seed=seed, episode=k + 1,
         hardware=grade.get("hardware") or settings.get("hardware"), interpreter=bool(grade.get("interpreter")),
         compiled=grade.get("compiled"), correct=grade.get("correct"),
-        score=score if score is not None else float(_number(result.get("reward")) or 0.0),
-        speedup=_number(grade.get("speedup")), speedup_geomean=_number(grade.get("speedup_geomean")),
-        outcome=outcome, grade_outcome=graded, steps=result.get("steps"), wall_s=_number(result.get("wall_s")),
-        tokens=_tokens(usage), cost_usd=_number(usage.get("cost_usd")))
+        score=score if score is not None else _number(result.get("reward"), f"episode {k + 1}: reward") or 0.0,
+        speedup=_number(grade.get("speedup"), f"episode {k + 1}: the grade's speedup"),
+        speedup_geomean=_number(grade.get("speedup_geomean"), f"episode {k + 1}: the grade's speedup_geomean"),
+        outcome=outcome, grade_outcome=graded, steps=result.get("steps"),
+        wall_s=_number(result.get("wall_s"), f"episode {k + 1}: wall_s"),
+        tokens=_tokens(usage), cost_usd=_number(usage.get("cost_usd"), f"episode {k + 1}: cost_usd"))
 
 
 def _read_json(path: Path) -> Any:
@@ -181,8 +208,8 @@ def read_run(run_dir: Path) -> tuple[list[EpisodeRow], UnseenRow | None]:
     """The episodes of one run directory and its unseen summary (None where `kernelgym unseen` was not run).
 
     Raises:
-        ValueError: results.json is missing, unreadable or not a list (the run ended no episode yet), or
-            run.json is unreadable.
+        ValueError: results.json is missing, unreadable or not a list (the run ended no episode yet), an episode's
+            seed is not a whole number or one of its numbers is not finite, or run.json is unreadable.
     """
     try:
         results = _read_json(run_dir / RESULTS)
@@ -204,7 +231,7 @@ def read_run(run_dir: Path) -> tuple[list[EpisodeRow], UnseenRow | None]:
                                rows[0].policy if rows else str(settings.get("policy", "?")), s.get("seed"),
                                int(s.get("episodes", 0)), {str(q): int(n) for q, n in s["quadrants"].items()},
                                _number(s.get("conditional_correctness")), int(s.get("partially_covered", 0)))
-        except (OSError, ValueError, KeyError, TypeError, AttributeError) as e:
+        except (OSError, ValueError, KeyError, TypeError, AttributeError, OverflowError) as e:
             raise ValueError(f"unreadable {UNSEEN_SUMMARY}: {e}") from None
     return rows, unseen
 

@@ -20,7 +20,7 @@ MAX_SCORE_BINS = 30
 
 def _score_bins(scores: list[float]) -> list[list[float]]:
     """[low, high) edges covering 0 .. max(scores): widths a multiple of `SCORE_BIN`, at most `MAX_SCORE_BINS`."""
-    top = max(scores, default=0.0)
+    top = max(max(scores, default=0.0), 0.0)  # negative scores fall in the first bin (build_report clamps them)
     width = SCORE_BIN * max(1, math.ceil((top + SCORE_BIN) / SCORE_BIN / MAX_SCORE_BINS))
     count = int(top // width) + 1
     return [[k * width, (k + 1) * width] for k in range(count)]
