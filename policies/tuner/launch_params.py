@@ -227,7 +227,9 @@ def find_launch_params(source: str) -> LaunchParams:
                                                    call.lineno))
     if not launches:
         raise UnparsableKernel(f"no launch `kernel[grid](...)` of the jit kernel(s) {', '.join(kernels)} in the file")
-    out.params = sorted(found.values(), key=lambda p: (p.kind != "block", p.kind, p.line))
+    # Block sizes first, then warps, then stages (which matter mostly where a kernel loops over loads): the order
+    # the search spends a short budget in.
+    out.params = sorted(found.values(), key=lambda p: (("block", "num_warps", "num_stages").index(p.kind), p.line))
     for name, wrapper in out.wrapper_of.items():
         if readers.get(name, set()) - {wrapper}:
             out.used_elsewhere.add(name)
