@@ -234,7 +234,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     (`preflight`); a problem stops the whole command unless `--keep-going` is given."""
     if getattr(args, "backend", "local") == "ray":
         from kernelgym.distributed.backend import run_on_ray
-        return run_on_ray(args)
+        return run_on_ray(args, sys.modules[__name__])
     if getattr(args, "address", None) or getattr(args, "num_envs", None):
         raise KernelGymError("--address and --num-envs are options of --backend ray")
     if args.resume:
@@ -663,7 +663,8 @@ def cmd_replay(args: argparse.Namespace) -> int:
 
     sandbox = "none" if args.no_sandbox else None
     with console.status(f"replaying episode {args.episode} of {args.trajectory}"):
-        result = replay_episode(args.trajectory, args.episode, run_dir=args.run_dir, sandbox=sandbox)
+        result = replay_episode(args.trajectory, args.episode, run_dir=args.run_dir, sandbox=sandbox,
+                                tasks_dir=args.tasks_dir)
     table = Table(title=f"Replay of episode {result.episode_id}", title_justify="left")
     for col in ("check", "recorded", "replayed", "result", "note"):
         table.add_column(col, overflow="fold")
@@ -673,7 +674,7 @@ def cmd_replay(args: argparse.Namespace) -> int:
     console.print(table)
     for note in result.notes:
         console.print(f"[yellow]note:[/] {escape(note)}", soft_wrap=True)
-    console.print(f"replay: {result.replay_dir}", soft_wrap=True)
+    console.print(f"replay: {escape(str(result.replay_dir))}", soft_wrap=True)
     if result.matched:
         console.print("[green]the recorded grade came back[/]")
         return 0
@@ -767,7 +768,9 @@ def main(argv: list[str] | None = None) -> int:
                         help="parent folder of the replay's run directory (default replays/ in $KERNELGYM_RUN_DIR or "
                         "./kernelgym-runs: a glob of the runs, kernelgym-runs/*, then holds no replay)")
     replay.add_argument("--no-sandbox", action="store_true", help="run unisolated (trusted episodes only; default: "
-                        "as the run was made)")
+                        "in the sandbox, whatever the recording's run.json says)")
+    replay.add_argument("--tasks-dir", default=None, metavar="DIR", help="a task folder you trust: needed where the "
+                        "recording's task lives outside the built-in ones (its reference runs unsandboxed)")
     replay.set_defaults(func=cmd_replay)
     from kernelgym.report.commands import add_report_commands  # `report` and `compare` (kernelgym/report/)
     add_report_commands(sub)

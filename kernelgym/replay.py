@@ -1,8 +1,12 @@
 """Re-run a recorded episode's actions in a fresh env and check that its grade comes back: ``kernelgym replay``.
 
-The env is made as the run made it (its run.json: task, step and time budgets, timing settings, sandbox; the
-recorded hardware profile) and reset with the episode's seed (its ``episode.json``), then given the recorded
-actions in order. The replay is itself recorded (``trajectories.jsonl`` and ``replay.json`` in a run directory of
+The env is made as the run made it (its run.json: task, step and time budgets, timing settings; the recorded
+hardware profile) and reset with the episode's seed (its ``episode.json``), then given the recorded actions in order.
+A recording is data, never trusted as code or settings of this machine: its actions run in the sandbox whatever its
+run.json says (``no_sandbox`` is noted, not followed: `--no-sandbox` is the caller's to give), its task is loaded
+only from the task folders searched here (a task's reference runs in this process, unsandboxed: a folder the
+recording names elsewhere, or its ``tasks_dir``, is refused unless the caller gives that folder as `tasks_dir`), and
+its episode id names a folder only where it is a plain name (no ``/`` or ``..``). The replay is itself recorded (``trajectories.jsonl`` and ``replay.json`` in a run directory of
 its own). `compare_grades` decides whether the grade came back:
 
 - everywhere: the same steps, the same actions refused (``action_error``), the same ending (terminated or
@@ -16,6 +20,8 @@ its own). `compare_grades` decides whether the grade came back:
 from __future__ import annotations
 
 import json
+import os
+import re
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -30,6 +36,15 @@ NO_BAND_TOLERANCE = 0.02
 _TIMED_OUTCOMES = frozenset({"faster", "no_gain", "slower"})
 #: The file written in the replay's run directory.
 REPLAY_RECORD = "replay.json"
+#: An episode id usable as a folder name (`KernelArenaEnv` makes ``<time>-<hex>``): the replay's run directory and
+#: ``episodes/<id>/episode.json`` are named from it, so a recording's ``../`` or ``/`` must not reach them.
+_PLAIN_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
+
+
+def plain_episode_id(episode_id: Any) -> str | None:
+    """`episode_id` where it is a plain folder name (letters, digits, ``.``, ``_``, ``-``; not starting with ``.``),
+    else None."""
+    return episode_id if isinstance(episode_id, str) and _PLAIN_ID.fullmatch(episode_id) else None
 
 
 @dataclass
@@ -91,15 +106,48 @@ def _run_files(episode: RecordedEpisode) -> tuple[dict, dict]:
         except (OSError, ValueError):
             return {}
         return value if isinstance(value, dict) else {}
-    root = episode.source.parent
-    return load(root / "run.json"), load(root / "episodes" / str(episode.episode_id) / "episode.json")
+    root, episode_id = episode.source.parent, plain_episode_id(episode.episode_id)
+    return load(root / "run.json"), load(root / "episodes" / episode_id / "episode.json") if episode_id else {}
 
 
-def make_replay_env(episode: RecordedEpisode, run_dir: Path, sandbox: str | None = None):
+def _trusted_task(task: Any, recorded_tasks_dir: Any, tasks_dir: str | Path | None) -> None:
+    """Refuse a task whose code the recording, not the caller, would choose: a task folder outside the folders
+    searched here (the built-in root, $KERNELGYM_TASKS_PATH, `tasks_dir`), or a recorded ``tasks_dir`` the caller
+    did not give. A task's reference and input builder run in this process, outside the sandbox.
+
+    Raises:
+        KernelGymError: saying which folder, and how to trust it.
+    """
+    from kernelgym.discovery import task_search_path
+
+    def same(a: Any, b: Any) -> bool:
+        return b is not None and Path(str(a)).resolve() == Path(b).resolve()
+
+    if recorded_tasks_dir and not same(recorded_tasks_dir, tasks_dir):
+        raise KernelGymError(f"the recording's run.json names tasks_dir {str(recorded_tasks_dir)!r}: its tasks' code "
+                             f"runs in this process, unsandboxed; give --tasks-dir {recorded_tasks_dir} to trust it")
+    text = str(task)
+    if os.sep in text and not text.startswith("KernelArena/"):  # a folder, as get_task reads it
+        folder = Path(text).resolve()
+        if not any(folder.is_relative_to(root.resolve()) for root in task_search_path(tasks_dir)):
+            raise KernelGymError(f"the recording names task folder {text!r}, outside the task folders searched here: "
+                                 f"its code runs in this process, unsandboxed; give --tasks-dir with a folder above it "
+                                 f"to trust it")
+
+
+def make_replay_env(episode: RecordedEpisode, run_dir: Path, sandbox: str | None = None,
+                    tasks_dir: str | Path | None = None):
     """A fresh env as the episode's run made it, recording to ``run_dir/trajectories.jsonl``; and the seed.
+
+    Args:
+        sandbox: ``bwrap`` or ``none``; None: ``bwrap`` (a recording's ``no_sandbox`` is noted, never followed).
+        tasks_dir: a task folder the caller trusts (the recording's ``tasks_dir`` must be this one).
 
     Returns:
         (env wrapped in a TrajectoryRecorder, seed or None, notes on what the recording lacked).
+
+    Raises:
+        KernelGymError: the episode names no task, or a task folder the caller did not trust (`_trusted_task`).
     """
     from kernelgym.env import KernelArenaEnv
     from kernelgym.grader import GraderConfig
@@ -111,11 +159,18 @@ def make_replay_env(episode: RecordedEpisode, run_dir: Path, sandbox: str | None
     task = settings.get("task") or record.get("task_dir") or reset_info.get("task")
     if not task:
         raise KernelGymError(f"{episode.source}: the episode names no task (its reset info has no 'task')")
+    _trusted_task(task, settings.get("tasks_dir"), tasks_dir)
+    if plain_episode_id(episode.episode_id) is None:
+        notes.append(f"the episode id {str(episode.episode_id)!r:.80} is no plain folder name: its episode.json "
+                     "was not read")
     seed = record.get("seed")
     if seed is None:
         notes.append("no seed recorded (episode.json): reset without one")
     if sandbox is None:
-        sandbox = "none" if settings.get("no_sandbox") else "bwrap"
+        sandbox = "bwrap"
+        if settings.get("no_sandbox"):
+            notes.append("recorded without the sandbox (run.json no_sandbox): replayed in it all the same (a "
+                         "recording never turns the sandbox off; --no-sandbox does, for a trusted one)")
     defaults = GraderConfig()
     grader = GraderConfig(warmup=settings.get("warmup", defaults.warmup), reps=settings.get("reps", defaults.reps),
                           rounds=settings.get("rounds", defaults.rounds), sandbox=sandbox)
@@ -127,28 +182,31 @@ def make_replay_env(episode: RecordedEpisode, run_dir: Path, sandbox: str | None
     # The recorded profile, not this machine's: a grade from another GPU is not expected to come back.
     hardware = detect_profile(reset_info.get("hardware") or settings.get("hardware"), root=roots)
     env = KernelArenaEnv(task, run_dir=run_dir, hardware=hardware,
-                         sandbox=sandbox, grader=grader, tasks_dir=settings.get("tasks_dir"), spawn_ahead=False,
-                         **budgets)
+                         sandbox=sandbox, grader=grader, tasks_dir=tasks_dir, spawn_ahead=False, **budgets)
     return TrajectoryRecorder(env, run_dir / "trajectories.jsonl"), seed, notes
 
 
 def replay_episode(trajectory: str | Path, episode: int = 1, *, run_dir: str | Path = "kernelgym-runs/replays",
-                   sandbox: str | None = None) -> ReplayResult:
+                   sandbox: str | None = None, tasks_dir: str | Path | None = None) -> ReplayResult:
     """Replay whole episode `episode` (1 = the first) of `trajectory` and compare the grades (module docstring).
 
     Args:
         trajectory: a trajectory JSONL file, or a run directory holding ``trajectories.jsonl``.
         episode: which whole episode of the file, from 1.
-        run_dir: the parent of the replay's own run directory (``<time>-replay-<episode id>``).
-        sandbox: ``bwrap`` or ``none``; None: as the run was made.
+        run_dir: the parent of the replay's own run directory (``<time>-replay-<episode id>``; ``episode<n>``
+            for an id that is no plain folder name).
+        sandbox: ``bwrap`` or ``none``; None: ``bwrap``, whatever the recording says.
+        tasks_dir: a task folder the caller trusts (see the module docstring).
 
     Raises:
-        KernelGymError: bad input (`select_episode`), or the env cannot be made (task or hardware unknown here).
+        KernelGymError: bad input (`select_episode`), or the env cannot be made (task or hardware unknown here, or
+            a task folder not trusted).
     """
     recorded = select_episode(trajectory, episode)
-    replay_dir = Path(run_dir) / f"{time.strftime('%Y%m%d-%H%M%S')}-replay-{recorded.episode_id or episode}"
+    name = plain_episode_id(recorded.episode_id) or f"episode{episode}"
+    replay_dir = Path(run_dir) / f"{time.strftime('%Y%m%d-%H%M%S')}-replay-{name}"
     replay_dir.mkdir(parents=True, exist_ok=True)
-    env, seed, notes = make_replay_env(recorded, replay_dir, sandbox)
+    env, seed, notes = make_replay_env(recorded, replay_dir, sandbox, tasks_dir)
     errors, ended, info = [], (False, False), {}
     try:
         env.reset(seed=seed)

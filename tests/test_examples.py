@@ -59,3 +59,13 @@ def test_unseen_eval_replays_a_finished_run(tmp_path, require_bwrap):
     stdout = run_example("unseen_eval.py", "--replay-only", tmp_path, timeout=360)
     assert re.search(r"replayed 1 episodes of .*: both_pass 1; conditional correctness 1.0", stdout), stdout
     assert (tmp_path / "unseen_summary.json").is_file()
+
+
+@pytest.mark.timeout(300)
+def test_ray_rollouts(tmp_path, require_bwrap):
+    stdout = run_example("ray_rollouts.py", "--envs", 2, "--episodes", 1, "--num-cpus", 2, "--run-dir", tmp_path)
+    ends = re.findall(r"(?m)^env (\d) \((triton-\S+)\) episode 1: reward (\d+\.\d), (\S+)$", stdout)
+    assert sorted(ends) == [("0", "triton-rmsnorm", "120.0", "correct_not_timed"),
+                            ("1", "triton-softmax", "120.0", "correct_not_timed")], stdout
+    assert "mean reward 120.0 over 2 episodes on 2 actors" in stdout
+    assert len(list(tmp_path.glob("episodes/*/grade.json"))) == 2

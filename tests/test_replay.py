@@ -9,6 +9,7 @@ import shutil
 import pytest
 
 from kernelgym.cli import main
+from kernelgym.discovery import get_task
 from kernelgym.replay import REPLAY_RECORD, compare_grades
 
 ACTIONS = [{"kind": "edit_file", "path": "kernel.py", "old": "BLOCK_SIZE = 1024", "new": "BLOCK_SIZE = 512"},
@@ -127,3 +128,52 @@ def test_untimed_grades_must_be_identical():
         "correct", "outcome", "score", 'config {"n": 0}']
     missing = {**recorded, "configs": []}
     assert [c.name for c in compare_grades(recorded, missing) if c.ok is False] == ['config {"n": 0}']
+
+
+def _hostile_copy(recorded_run, root, settings=None, episode_id=None, cmd=None):
+    """A copy of the recorded run with run.json's `settings` changed, every record's episode id `episode_id` and
+    the first action `cmd` (a shell command), where given."""
+    run_dir = root / "hostile"
+    run_dir.mkdir()
+    run = {**json.loads((recorded_run / "run.json").read_text()), **(settings or {})}
+    (run_dir / "run.json").write_text(json.dumps(run))
+    records = _records(recorded_run)
+    for r in records:
+        r["episode_id"] = episode_id or r["episode_id"]
+    if cmd:
+        records[1]["action"] = {"kind": "shell", "cmd": cmd}
+        records[1]["info"].pop("action_error", None)
+    (run_dir / "trajectories.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
+    return run_dir
+
+
+def test_a_recording_cannot_turn_the_sandbox_off_nor_name_a_folder_outside(recorded_run, tmp_path, capsys):
+    # run.json's no_sandbox turned the sandbox off for the recorded shell commands (they ran on the host), and an
+    # episode id of ../ put the replay's run directory outside --run-dir.
+    marker = tmp_path / "written-by-the-recording"
+    hostile = _hostile_copy(recorded_run, tmp_path, {"no_sandbox": True}, episode_id="../../../escaped",
+                            cmd=f"touch {marker}")
+    main(["replay", str(hostile), "--run-dir", str(tmp_path / "replays" / "here")])
+    printed = capsys.readouterr().out
+    assert not marker.exists(), "the recorded command ran outside the sandbox"
+    assert [p.name for p in (tmp_path / "replays").iterdir()] == ["here"] and not (tmp_path / "escaped").exists()
+    (replay_dir,) = (tmp_path / "replays" / "here").iterdir()
+    assert replay_dir.name.endswith("-replay-episode1")
+    notes = json.loads((replay_dir / REPLAY_RECORD).read_text())["notes"]
+    assert any("no plain folder name" in n for n in notes) and any("no_sandbox" in n for n in notes), printed
+
+
+@pytest.mark.parametrize("settings, message", [
+    ({"task": "{evil}"}, "the recording names task folder"),
+    ({"tasks_dir": "{evil}"}, "the recording's run.json names tasks_dir"),
+])
+def test_a_task_folder_named_by_the_recording_is_refused(recorded_run, tmp_path, capsys, settings, message):
+    # A task's reference runs in the replaying process, unsandboxed: the recording must not choose its folder.
+    evil = tmp_path / "evil-task"
+    shutil.copytree(get_task("triton-rmsnorm").root, evil)
+    marker = tmp_path / "written-by-the-task"
+    with (evil / "reference.py").open("a") as f:
+        f.write(f"\nopen({str(marker)!r}, 'w').write('ran')\n")
+    hostile = _hostile_copy(recorded_run, tmp_path, {k: v.format(evil=evil) for k, v in settings.items()})
+    assert main(["replay", str(hostile), "--run-dir", str(tmp_path / "replays")]) == 2
+    assert message in capsys.readouterr().out and not marker.exists()

@@ -54,9 +54,8 @@ class Run:
             os.replace(self.run_dir / "results.json.part", self.run_dir / "results.json")
 
 
-def _new_run(args: argparse.Namespace) -> Run:
+def _new_run(args: argparse.Namespace, cli) -> Run:
     """A run directory for `args.task` with `args.policy`, checked and made as `kernelgym.cli.run_task` does."""
-    from kernelgym.cli import RUN_SETTINGS, _RESUMED, _absolute_paths, _resume, hardware_roots
     from kernelgym.hardware import detect_profile
     from kernelgym.policy import load_policy
     from kernelgym.task import Task
@@ -64,17 +63,17 @@ def _new_run(args: argparse.Namespace) -> Run:
 
     results: list[dict] = []
     if args.resume:
-        run_dir, results = _resume(args)
+        run_dir, results = cli._resume(args)
     elif args.episodes is None:
         args.episodes = 1
-    _absolute_paths(args)
+    cli._absolute_paths(args)
     try:
         overrides = json.loads(args.policy_config) if args.policy_config else {}
     except ValueError as e:
         raise KernelGymError(f"--policy-config is not valid JSON ({e})") from None
     load_policy(args.policy, policies_dir=args.policies_dir, **overrides)  # refused here, before any actor
     task = resolve_task(args.task, tasks_dir=args.tasks_dir)
-    hardware = detect_profile(args.hardware, root=hardware_roots(args))
+    hardware = detect_profile(args.hardware, root=cli.hardware_roots(args))
     if isinstance(task, Task):
         if not hardware.supports(task.spec.language):
             raise KernelGymError(f"{task.name} is a {task.spec.language} task, which {hardware.id} cannot run")
@@ -85,46 +84,45 @@ def _new_run(args: argparse.Namespace) -> Run:
         run_dir = Path(args.run_dir) / f"{time.strftime('%Y%m%d-%H%M%S')}-{label}"
         run_dir.mkdir(parents=True, exist_ok=True)
         run_dir.chmod(0o700)
-    saved = {**{k: getattr(args, k) for k in _RESUMED}, "episodes": args.episodes}
-    (run_dir / RUN_SETTINGS).write_text(json.dumps(saved, indent=1, default=str))
+    saved = {**{k: getattr(args, k) for k in cli._RESUMED}, "episodes": args.episodes}
+    (run_dir / cli.RUN_SETTINGS).write_text(json.dumps(saved, indent=1, default=str))
     settings = json.loads(json.dumps(saved, default=str)) | {"run_dir": str(run_dir.resolve())}
     return Run(settings=settings, run_dir=run_dir, episodes=args.episodes, results=results)
 
 
-def plan_runs(args: argparse.Namespace) -> tuple[list[Run], bool]:
+def plan_runs(args: argparse.Namespace, cli) -> tuple[list[Run], bool]:
     """The runs of ``kernelgym run`` as the local backend would make them (every policy on every task, or the one
-    ``--resume``d run), and whether the hardware is the CPU interpreter.
+    ``--resume``d run), and whether the hardware is the CPU interpreter. `cli` is `kernelgym.cli` (see `run_on_ray`).
 
     Raises:
         KernelGymError: as the local backend refuses its tasks, policies or --resume folder.
     """
-    from kernelgym.cli import (DEFAULT_POLICY, DEFAULT_TASK, console, hardware_roots, policy_configs, preflight,
-                               select_tasks)
     from kernelgym.hardware import detect_profile
 
     if args.resume:
-        run = _new_run(args)
-        return [run], detect_profile(args.hardware, root=hardware_roots(args)).interpreter
-    hardware = detect_profile(args.hardware, root=hardware_roots(args))
-    selectors, policies = args.task or [DEFAULT_TASK], list(dict.fromkeys(args.policy or [DEFAULT_POLICY]))
-    names, skipped = select_tasks(selectors, args.tasks_dir, hardware)
+        run = _new_run(args, cli)
+        return [run], detect_profile(args.hardware, root=cli.hardware_roots(args)).interpreter
+    hardware = detect_profile(args.hardware, root=cli.hardware_roots(args))
+    selectors = args.task or [cli.DEFAULT_TASK]
+    policies = list(dict.fromkeys(args.policy or [cli.DEFAULT_POLICY]))
+    names, skipped = cli.select_tasks(selectors, args.tasks_dir, hardware)
     for line in skipped:
-        console.print(f"[yellow]skipped:[/] {line}", soft_wrap=True)
+        cli.console.print(f"[yellow]skipped:[/] {line}", soft_wrap=True)
     if not names:
         raise KernelGymError(f"no task of --task {' '.join(selectors)} runs on {hardware.id}")
-    configs = policy_configs(args.policy_config, policies)
+    configs = cli.policy_configs(args.policy_config, policies)
     if len(names) * len(policies) > 1:
-        preflight(policies, configs, args.policies_dir, keep_going=args.keep_going)
+        cli.preflight(policies, configs, args.policies_dir, keep_going=args.keep_going)
     runs = []
     for name in names:
         for policy in policies:
             one = argparse.Namespace(**{**vars(args), "task": name, "policy": policy, "policy_config": configs[policy]})
             try:
-                runs.append(_new_run(one))
+                runs.append(_new_run(one, cli))
             except KernelGymError as e:
                 if len(names) * len(policies) == 1:
                     raise
-                console.print(f"[red]error:[/] {name} with {policy}: {e}", soft_wrap=True)
+                cli.console.print(f"[red]error:[/] {name} with {policy}: {e}", soft_wrap=True)
     return runs, hardware.interpreter
 
 
@@ -135,18 +133,24 @@ def _infra_fault(error: Exception) -> dict[str, Any]:
             "infra_error": f"the episode's Ray worker died and its retries were spent: {type(error).__name__}: {error}"}
 
 
-def run_on_ray(args: argparse.Namespace) -> int:
+def run_on_ray(args: argparse.Namespace, cli) -> int:
     """``kernelgym run --backend ray``: plan the runs, run their episodes on ``args.num_envs`` workers of the
     cluster at ``args.address``, write each run directory, print the tables; returns the exit code (as the local
     backend's: 2 a run could not start, 3 every episode ended in a policy error, else 0).
 
+    Args:
+        args: `kernelgym run`'s arguments.
+        cli: the `kernelgym.cli` module, passed in: its run-directory helpers and tables are the local backend's,
+            and importing it here would make an import cycle (cli imports this module).
+
     Raises:
         KernelGymError: the runs cannot be planned; RayUnavailableError: no Ray.
     """
-    from kernelgym.cli import console, print_results, print_runs_table
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-    runs, interpreter = plan_runs(args)
+    console = cli.console
+
+    runs, interpreter = plan_runs(args, cli)
     queue = [(run, ep) for run in runs for ep in range(len(run.results), run.episodes)]
     ray = connect(args.address)
     workers_wanted = args.num_envs or max(1, min(len(queue), int(ray.cluster_resources().get("CPU", 1))))
@@ -190,10 +194,10 @@ def run_on_ray(args: argparse.Namespace) -> int:
     for worker in idle:
         ray.kill(worker)
     for run in runs:
-        print_results(run.results, interpreter)
+        cli.print_results(run.results, interpreter)
         console.print(f"trajectories: {run.run_dir / 'trajectories.jsonl'}")
     if len(runs) > 1:
-        print_runs_table([(r.settings["task"], r.settings["policy"], r.results, r.run_dir) for r in runs],
+        cli.print_runs_table([(r.settings["task"], r.settings["policy"], r.results, r.run_dir) for r in runs],
                          interpreter)
     codes = [2 if run.error else 3 if run.results and all(r.get("policy_error") for r in run.results) else 0
              for run in runs]

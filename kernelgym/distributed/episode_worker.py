@@ -32,10 +32,9 @@ class EpisodeWorker:
         self._runs: dict[str, tuple[Any, Any, Path]] = {}  # run_dir -> (recorded env, policy, trajectory file)
 
     def _open(self, settings: dict[str, Any]):
-        from kernelgym.cli import hardware_roots
         from kernelgym.env import KernelArenaEnv
         from kernelgym.grader import GraderConfig
-        from kernelgym.hardware import detect_profile
+        from kernelgym.hardware import detect_profile, hardware_search_path
         from kernelgym.policy import load_policy
         from kernelgym.task_format import resolve_task
         from kernelgym.wrappers import TrajectoryRecorder
@@ -44,7 +43,7 @@ class EpisodeWorker:
         overrides = json.loads(s.policy_config) if s.policy_config else {}
         policy = load_policy(s.policy, policies_dir=s.policies_dir, **overrides)
         task = resolve_task(s.task, tasks_dir=s.tasks_dir)
-        hardware = detect_profile(s.hardware, root=hardware_roots(s))
+        hardware = detect_profile(s.hardware, root=hardware_search_path(s.hardware_dir) if s.hardware_dir else None)
         sandbox = "none" if s.no_sandbox else "bwrap"
         grader = GraderConfig(warmup=s.warmup, reps=s.reps, rounds=s.rounds, sandbox=sandbox)
         env = KernelArenaEnv(task, run_dir=episode_env_dir(s.run_dir), hardware=hardware, sandbox=sandbox,
