@@ -146,6 +146,6 @@ class EnvHandle:
 
         try:
             ray.get(self.actor.close.remote())
-        except ray.exceptions.RayActorError:
-            pass
+        except _lost():
+            pass  # dead or restarting: its env's processes went with it (bwrap --die-with-parent)
         ray.kill(self.actor, no_restart=True)
