@@ -176,7 +176,8 @@ def run_on_ray(args: argparse.Namespace, cli) -> int:
             try:
                 result, lines = ray.get(ref)
                 idle.append(worker)
-            except (ray.exceptions.RayActorError, ray.exceptions.ActorUnavailableError) as e:  # restarts spent: an infra fault, and a new worker
+            # The worker died more often than Ray restarts it: an infra fault, and a new worker in its place.
+            except (ray.exceptions.RayActorError, ray.exceptions.ActorUnavailableError) as e:
                 result, lines = _infra_fault(e), []
                 idle.append(new_worker())
             except ray.exceptions.RayTaskError as e:  # the run cannot start on the worker: its episodes stop
