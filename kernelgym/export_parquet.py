@@ -183,8 +183,8 @@ def to_parquet(paths: Iterable[str | Path], out_dir: str | Path) -> ParquetExpor
         The `ParquetExport`: the file, the rows as written, and the `ReadReport` (episodes left out).
 
     Raises:
-        KernelGymError: pyarrow is missing, no whole episode was found, the file exists already, or a trajectory
-            file is unreadable (`read_episodes`).
+        KernelGymError: pyarrow is missing, no whole episode was found, the file exists already, a trajectory
+            file is unreadable (`read_episodes`), or a value does not fit its column (`_table`).
     """
     try:
         import pyarrow as pa
@@ -206,6 +206,29 @@ def to_parquet(paths: Iterable[str | Path], out_dir: str | Path) -> ParquetExpor
     if not rows:
         raise KernelGymError(f"no whole episode in the trajectories ({report.unfinished} unfinished, "
                              f"{report.failed} failed)")
+    table = _table(rows)
     out.parent.mkdir(parents=True, exist_ok=True)
-    pq.write_table(pa.Table.from_pylist(rows, schema=_schema()), out)
+    pq.write_table(table, out)
     return ParquetExport(out, rows, report)
+
+
+def _table(rows: list[dict[str, Any]]):
+    """The rows as a pyarrow table of `_schema`.
+
+    Raises:
+        KernelGymError: a row's value does not fit its column (a trajectory file edited or corrupted: a task that
+            is no text, a speedup that is no number), naming the episode.
+    """
+    import pyarrow as pa
+
+    schema = _schema()
+    try:
+        return pa.Table.from_pylist(rows, schema=schema)
+    except (pa.ArrowInvalid, pa.ArrowTypeError):
+        for row in rows:  # find the row, to say which episode
+            try:
+                pa.Table.from_pylist([row], schema=schema)
+            except (pa.ArrowInvalid, pa.ArrowTypeError) as e:
+                raise KernelGymError(f"{row['source']}: episode {row['episode_id']}: a value does not fit its "
+                                     f"Parquet column ({e})") from None
+        raise

@@ -15,6 +15,7 @@ the env (an error observation); in the dataset its `kind` is the one it named wh
 from __future__ import annotations
 
 import json
+import math
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -58,6 +59,25 @@ class ReadReport:
     """Episodes in which the env raised out of step() (an ``error`` record)."""
 
 
+def _record_problem(record: dict) -> str | None:
+    """What is wrong with a reset or step record's fields (the TrajectoryRecorder writes an observation dict, an
+    info dict, a finite reward, a policy report dict, a grade dict), or None."""
+    if not isinstance(record.get("observation"), dict):
+        return "its observation is not an object"
+    info = record.get("info")
+    if info is not None and not isinstance(info, dict):
+        return "its info is not an object"
+    if info and info.get("grade") is not None and not isinstance(info["grade"], dict):
+        return "its grade is not an object"
+    if record.get("policy") is not None and not isinstance(record["policy"], dict):
+        return "its policy report is not an object"
+    reward = record.get("reward")
+    if reward is not None and not (isinstance(reward, (int, float)) and not isinstance(reward, bool)
+                                   and math.isfinite(reward)):
+        return f"its reward {reward!r:.40} is not a finite number"
+    return None
+
+
 def read_episodes(paths: Iterable[str | Path]) -> ReadReport:
     """The whole episodes in trajectory files (``kernelgym.trajectory/1``), in file order.
 
@@ -65,13 +85,16 @@ def read_episodes(paths: Iterable[str | Path]) -> ReadReport:
         paths: trajectory JSONL files, or run directories holding ``trajectories.jsonl``.
 
     Raises:
-        KernelGymError: a file is missing or unreadable, a line is not JSON, or a record has another format.
+        KernelGymError: a file is missing or unreadable, a line is not JSON (or nested too deep to read), or a
+            record has another format or fields of the wrong type (`_record_problem`).
     """
     report = ReadReport([])
     for path in paths:
         path = Path(path)
         if path.is_dir():
             path = path / "trajectories.jsonl"
+        if path.exists() and not path.is_file():  # a FIFO would block the read forever
+            raise KernelGymError(f"{path}: not a regular file")
         try:
             lines = path.read_text().splitlines()
         except (OSError, UnicodeDecodeError) as e:
@@ -82,12 +105,15 @@ def read_episodes(paths: Iterable[str | Path]) -> ReadReport:
                 continue
             try:
                 record = json.loads(line)
-            except ValueError as e:
+            except (ValueError, RecursionError) as e:  # RecursionError: arrays or objects nested thousands deep
                 raise KernelGymError(f"{path}:{n}: not a JSON line ({e})") from None
             if not isinstance(record, dict) or record.get("format") != TRAJECTORY_FORMAT:
                 raise KernelGymError(f"{path}:{n}: not a {TRAJECTORY_FORMAT} record (kernelgym.wrappers."
                                      f"TrajectoryRecorder writes them)")
             event = record.get("event")
+            problem = _record_problem(record) if event in ("reset", "step") else None
+            if problem:
+                raise KernelGymError(f"{path}:{n}: a {event} record, but {problem}")
             if event == "reset":
                 if current is not None:
                     report.unfinished += 1
@@ -145,6 +171,9 @@ def trajectory_sources(paths: Iterable[str | Path]) -> tuple[list[Path], list[st
             runs = sorted(p.parent.name for p in path.glob("*/trajectories.jsonl"))
             hint = f"; it holds runs: give {path}/* instead" if runs else ""
             skipped.append(f"{path}: not a run directory (no trajectories.jsonl){hint}")
+            continue
+        if not path.is_file():  # a FIFO a glob matched would block the read forever
+            skipped.append(f"{path}: not a regular file")
             continue
         try:
             with path.open("rb") as f:

@@ -138,3 +138,16 @@ def test_sft_trainer_takes_the_export_for_one_step(recorded_run, tmp_path):
     assert '"name": "edit_file"' in text and "<tool_response>" in text and "score 120.0" in text
     output = trainer.train()
     assert trainer.state.global_step == 1 and math.isfinite(output.training_loss)
+
+
+def test_a_value_that_does_not_fit_its_column_names_the_episode(recorded_run, tmp_path, capsys):
+    # A task that is no text raised pyarrow's ArrowTypeError out of the command.
+    run_dir, _ = recorded_run
+    records = [json.loads(line) for line in (run_dir / "trajectories.jsonl").read_text().splitlines()]
+    records[0]["info"]["task"] = 5
+    edited = tmp_path / "edited.jsonl"
+    edited.write_text("".join(json.dumps(r) + "\n" for r in records))
+    assert main(["export", str(edited), "--parquet", str(tmp_path / "out")]) == 2
+    out = capsys.readouterr().out
+    assert f"episode {records[0]['episode_id']}: a value does not fit its Parquet column" in out
+    assert not (tmp_path / "out").exists()

@@ -1,5 +1,6 @@
 """Offline-RL datasets: trajectories read back as whole episodes, and written as Minari datasets."""
 import json
+import re
 
 import pytest
 
@@ -88,3 +89,34 @@ def test_a_run_exports_as_a_minari_dataset(tmp_path, monkeypatch, capsys, requir
     # The same id again: Minari refuses to overwrite, and the command says so.
     assert main(["export", str(run_dir), "--minari", "kernelgym/softmax/scripted-v0"]) == 2
     assert "already exists" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("line, why", [
+    (_step("a").replace('"reward": 0.0', '"reward": "abc"'), "a step record, but its reward 'abc' is not a finite"),
+    (_step("a").replace('"reward": 0.0', '"reward": NaN'), "a step record, but its reward nan is not a finite"),
+    (_step("a").replace('"observation": {"output": "a", "prompt": ""}', '"observation": [1]'),
+     "a step record, but its observation is not an object"),
+    (_step("a").replace('"info": {"action_error": null}', '"info": [1, 2]'), "a step record, but its info is not"),
+    (_step("a", policy=[1]), "a step record, but its policy report is not an object"),
+    (_step("a").replace('"info": {"action_error": null}', '"info": {"grade": [1]}'), "its grade is not an object"),
+    ('{"format": "kernelgym.trajectory/1", "x": ' + "[" * 100_000 + "]" * 100_000 + "}", "2: not a JSON line"),
+])
+def test_a_malformed_record_is_a_clear_error_not_a_traceback(tmp_path, line, why):
+    # Each of these raised KeyError, AttributeError, TypeError, ValueError or RecursionError out of the export.
+    path = tmp_path / "t.jsonl"
+    path.write_text(_reset(1) + "\n" + line + "\n")
+    with pytest.raises(KernelGymError, match=re.escape(why)):
+        read_episodes([path])
+
+
+def test_a_fifo_is_refused_not_read_forever(tmp_path):
+    import os
+
+    from kernelgym.offline import trajectory_sources
+    (tmp_path / "run").mkdir()
+    os.mkfifo(tmp_path / "run" / "trajectories.jsonl")
+    os.mkfifo(tmp_path / "planted.jsonl")
+    with pytest.raises(KernelGymError, match="not a regular file"):
+        read_episodes([tmp_path / "run"])
+    kept, skipped = trajectory_sources([tmp_path / "planted.jsonl"])
+    assert kept == [] and skipped == [f"{tmp_path / 'planted.jsonl'}: not a regular file"]
