@@ -6,6 +6,7 @@
 # of the 64 MiB allowed, with the working tree):
 #     bash benchmarks/gpu_issue26.sh smoke   # 2 envs, 20 s per backend: the plumbing on the GPU (about 2 min)
 #     bash benchmarks/gpu_issue26.sh best    # 8 envs (issue 24's best N), 120 s per backend (about 6 min)
+#     bash benchmarks/gpu_issue26.sh quick   # 8 envs, 60 s per backend (about 3.5 min)
 #     bash benchmarks/gpu_issue26.sh sweep   # 4, 8 and 16 envs, 60 s per backend each (about 9 min)
 # COMMIT=<hash> names the commit measured in machine.txt. Copy $OUT into benchmarks/results/ with the machine and
 # date.
@@ -25,11 +26,14 @@ smoke)
 best)
     rt 500 triton-rmsnorm 8 120 best_rmsnorm_n8.json
     ;;
+quick)
+    rt 330 triton-rmsnorm 8 60 quick_rmsnorm_n8.json
+    ;;
 sweep)
     rt 560 triton-rmsnorm 4,8,16 60 sweep_rmsnorm.json
     ;;
 *)
-    echo "usage: bash benchmarks/gpu_issue26.sh smoke|best|sweep" >&2
+    echo "usage: bash benchmarks/gpu_issue26.sh smoke|best|quick|sweep" >&2
     exit 2
     ;;
 esac
