@@ -6,8 +6,9 @@ A recording is data, never trusted as code or settings of this machine: its acti
 run.json says (``no_sandbox`` is noted, not followed: `--no-sandbox` is the caller's to give), its task is loaded
 only from the task folders searched here (a task's reference runs in this process, unsandboxed: a folder the
 recording names elsewhere, or its ``tasks_dir``, is refused unless the caller gives that folder as `tasks_dir`), and
-its episode id names a folder only where it is a plain name (no ``/`` or ``..``). The replay is itself recorded (``trajectories.jsonl`` and ``replay.json`` in a run directory of
-its own). `compare_grades` decides whether the grade came back:
+its episode id names a folder only where it is a plain name (no ``/`` or ``..``). The replay is itself recorded
+(``trajectories.jsonl`` and ``replay.json`` in a run directory of its own). `compare_grades` decides whether the grade
+came back:
 
 - everywhere: the same steps, the same actions refused (``action_error``), the same ending (terminated or
   truncated), compiled and correct, and each config's correct verdict;

@@ -252,3 +252,18 @@ def test_negative_scores_and_a_malformed_older_grade_are_reported(tmp_path):
     r = json.loads((run / "report.json").read_text())
     assert r["score_distribution"]["bins"][0] == [0.0, 20.0] and r["score_distribution"]["counts"]["agent"][0] == 2
     assert [e["outcome"] for e in r["episodes"]] == ["unknown", "unknown"]
+
+
+def test_a_link_planted_at_a_report_file_is_replaced_not_written_through(tmp_path):
+    # The report goes into the first run directory by default, which may come from elsewhere: a report.html there
+    # that links to another file got the page written into that file.
+    run = make_run_dir(tmp_path, "triton-rmsnorm", "agent", [fake_result(fake_grade("triton-rmsnorm"))])
+    victim = tmp_path / "victim.txt"
+    victim.write_text("precious")
+    for name in ("report.html", "report.json", "report.csv"):
+        (run / name).symlink_to(victim)
+    assert main(["report", str(run)]) == 0
+    assert victim.read_text() == "precious"
+    assert not any((run / name).is_symlink() for name in ("report.html", "report.json", "report.csv"))
+    assert json.loads((run / "report.json").read_text())["episodes"][0]["policy"] == "agent"
+    assert sorted(p.name for p in run.iterdir() if p.name.startswith(".")) == []  # no part file left

@@ -2,7 +2,9 @@
 from __future__ import annotations
 
 import csv
+import io
 import json
+import os
 from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any, Iterable
@@ -25,6 +27,16 @@ class WrittenReport:
     """`build_report`'s data, as in report.json."""
 
 
+def _replace(path: Path, text: str) -> None:
+    """Write `text` to a new file beside `path`, then rename it over `path`: a link planted at `path` (the default
+    folder is a run directory, which may come from elsewhere) is replaced, never written through."""
+    part = path.with_name(f".{path.name}.{os.getpid()}.part")
+    part.unlink(missing_ok=True)
+    with open(part, "x", encoding="utf-8", newline="") as f:
+        f.write(text)
+    os.replace(part, path)
+
+
 def write_report(paths: Iterable[str | Path], out_dir: str | Path | None = None) -> WrittenReport:
     """Read the run directories among `paths` (`kernelgym.report.runs.read_runs`: a folder of run directories
     counts as its runs; other paths are skipped, listed in the report's ``skipped``) and write `REPORT_FILES` into
@@ -43,13 +55,14 @@ def write_report(paths: Iterable[str | Path], out_dir: str | Path | None = None)
     try:
         out.mkdir(parents=True, exist_ok=True)
         html_path, json_path, csv_path = (out / name for name in REPORT_FILES)
-        html_path.write_text(render_html(report), encoding="utf-8")
-        json_path.write_text(json.dumps(report, indent=1), encoding="utf-8")
+        _replace(html_path, render_html(report))
+        _replace(json_path, json.dumps(report, indent=1))
         columns = [f.name for f in fields(EpisodeRow)]
-        with csv_path.open("w", newline="", encoding="utf-8") as f:
-            writer = csv.DictWriter(f, fieldnames=columns)
-            writer.writeheader()
-            writer.writerows({k: ("" if e[k] is None else e[k]) for k in columns} for e in report["episodes"])
+        text = io.StringIO(newline="")
+        writer = csv.DictWriter(text, fieldnames=columns)
+        writer.writeheader()
+        writer.writerows({k: ("" if e[k] is None else e[k]) for k in columns} for e in report["episodes"])
+        _replace(csv_path, text.getvalue())
     except OSError as e:
         raise KernelGymError(f"cannot write the report into {out}: {e}") from None
     return WrittenReport(out, [html_path, json_path, csv_path], report)
