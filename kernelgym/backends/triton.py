@@ -71,8 +71,18 @@ def build(src, out, files):
 
 
 def is_compile_error(exc):
-    """Triton raises CompilationError subclasses when a @triton.jit function does not compile."""
-    return any("CompilationError" in cls.__name__ for cls in type(exc).__mro__)
+    """Triton raises CompilationError subclasses when a @triton.jit function does not compile. On the CPU
+    interpreter the same checks (triton.language's semantic analysis: a non-power-of-2 arange, mismatched shapes)
+    raise inside triton.language as they run, wrapped in an InterpreterError: that counts as well, since on a GPU
+    it is a CompilationError and the compile gate fails."""
+    if any("CompilationError" in cls.__name__ for cls in type(exc).__mro__):
+        return True
+    cause = exc.__cause__
+    if type(exc).__name__ != "InterpreterError" or cause is None or cause.__traceback__ is None:
+        return False
+    import traceback
+    frames = traceback.extract_tb(cause.__traceback__)
+    return bool(frames) and "/triton/language/" in frames[-1].filename.replace("\\", "/")
 
 
 def launch_argument_checker():

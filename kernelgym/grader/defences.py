@@ -290,9 +290,17 @@ DEFENCES: tuple[Defence, ...] = (
             "kernelgym.grader.runner:read_results", _a("crash_the_harness"), "ci"),
     Defence("import_recorded_by_file", "a module that cannot import printing the harness's \"candidate imported\" "
             "line before it kills its process, so its death reads as a runtime failure: 20 points for no import",
-            "the harness records the import in a file beside the result, which the candidate's sources cannot write "
-            "(the static check refuses file writes); its output, which the candidate shares, decides nothing",
+            "the harness records the import in a file beside the result; its output, which the candidate shares, "
+            "decides nothing. Sources the static check refused (they may write that file) that die without a "
+            "result fail compile. Left: such sources can forge a whole check result and keep 20 (never more: their "
+            "correctness fails on the static finding)",
             "kernelgym.grader.runner:read_results", _a("forged_import_marker"), "ci"),
+    Defence("interpreter_compile_errors", "a Triton kernel that cannot compile (a non-power-of-2 arange) passing "
+            "the compile gate on the CPU interpreter, where Triton's checks raise at run time, wrapped in an "
+            "InterpreterError: 20 points where a GPU gives 0",
+            "an InterpreterError raised from inside triton.language (its semantic checks) is a compile error, as "
+            "the same check is a CompilationError on a GPU; errors raised elsewhere stay run-time failures",
+            "kernelgym.backends.triton:is_compile_error", _a("interpreter_compile_error"), "ci"),
     Defence("harness_timeout", "a kernel that never returns, hanging the grading",
             "the harness process runs under GraderConfig.timeout_s and its whole process group is killed at the "
             "limit; the grade says so",

@@ -18,13 +18,20 @@ PEAK_KEY = {"float32": "fp32", "float16": "fp16", "bfloat16": "bf16"}
 
 
 
-def compile_gate(problems: list[str], check: CheckResult, session: GradingSession) -> Stage:
+def compile_gate(problems: list[str], check: CheckResult, session: GradingSession,
+                 provenance: list[str] | None = None) -> Stage:
     """Compile gate: the files are in place, the sources build (compiled languages), the module imports, and
-    (Triton) every kernel compiles at its first call."""
+    (Triton) every kernel compiles at its first call. Where the static check refused the sources (`provenance`:
+    they may write files, the harness's record of the import among them) and the process died without a result,
+    the import is not taken as done."""
     if problems:
         return Stage("compile", False, problems)
     if check.stage == "compile":
         return Stage("compile", False, [check.error or "the candidate did not import"])
+    if provenance and not session.result_written:
+        return Stage("compile", False, ["the process died without a result, and the static check refused the "
+                                        "sources (they may have forged the harness's record of the import)",
+                                        check.error or ""])
     return Stage("compile", True, [*session.build_notes, "module imported and kernels compiled",
                                    *session.launch_notes])
 

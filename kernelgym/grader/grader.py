@@ -162,7 +162,7 @@ class Grader(Preparing, Observing):
                           f"and directories in its grading directory (GraderConfig.grading_dir_cap_files)"
                           if used.entries > self.config.grading_dir_cap_files else
                           f"{used.entries} files and directories, {used.bytes / 2**20:.1f} MiB in the grading directory")
-        compile_stage = compile_gate(problems, check, session)
+        compile_stage = compile_gate(problems, check, session, provenance)
         correct_stage, rows = Stage("correctness", None), [{"config": c} for c in self.configs]
         perf_stage, speedups = Stage("performance", None), None
         if compile_stage.passed:
@@ -302,7 +302,7 @@ class Grader(Preparing, Observing):
                 self.worker = None
         run = runner.run(gdir)
         if self.session is not None:
-            self.session.fault = run.fault
+            self.session.fault, self.session.result_written = run.fault, run.result_written
         return run.check, run.timed
 
     def _build(self, session: GradingSession) -> CheckResult | None:

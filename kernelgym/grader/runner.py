@@ -40,6 +40,9 @@ class HarnessRun:
     """The timing result, None where the grading is not timed or the check failed first."""
     fault: str | None = None
     """`outcome.FAULT_TIMEOUT`, `outcome.FAULT_INFRA`, or None."""
+    result_written: bool = True
+    """Whether the harness's check result file was there (False: the process died or timed out without one, and
+    `check` is the parent's own record)."""
 
 
 class Runner(Protocol):
@@ -126,7 +129,7 @@ def read_results(gdir: Path, output: str, code: int | None, timed_out: bool, tim
     if timed_out:
         return HarnessRun({"stage": "check", "ok": False, "configs": [],
                            "error": f"the candidate ran past the {timeout_s:.0f} s limit and was killed"}, None,
-                          FAULT_TIMEOUT)
+                          FAULT_TIMEOUT, result_written=False)
     try:
         check = load_json_untrusted(gdir / CHECK_RESULT)
     except UntrustedFileError:
@@ -137,7 +140,8 @@ def read_results(gdir: Path, output: str, code: int | None, timed_out: bool, tim
         # inputs failed): the machine's fault, not the kernel's.
         fault = FAULT_INFRA if fresh and PREPARED_MARKER not in output else None
         return HarnessRun({"stage": stage, "ok": False, "configs": [],
-                           "error": f"the candidate process died (exit code {code}):\n{output[-3000:]}"}, None, fault)
+                           "error": f"the candidate process died (exit code {code}):\n{output[-3000:]}"}, None, fault,
+                          result_written=False)
     time_path = gdir / TIME_RESULT
     try:
         timing = load_json_untrusted(time_path) if os.path.lexists(time_path) else None

@@ -56,6 +56,8 @@ class GradingSession:
     """The observed run's directories, removed once the grade is read."""
     prepare_wait_s: float | None = None
     fault: str | None = None
+    result_written: bool = True
+    """Whether the harness wrote its check result (runner.HarnessRun.result_written)."""
     """What went wrong outside the kernel's gates (`outcome.FAULT_INFRA`, `outcome.FAULT_TIMEOUT`), else None."""
     """How long the warm worker's run waited for its prepared child to be ready, s (None: no warm worker)."""
     _memo: dict = field(default_factory=dict)
