@@ -345,18 +345,16 @@ def print_runs_table(rows: list[tuple[str, str, list[dict], Path | None]], inter
     console.print(table)
 
 
-def run_task(args: argparse.Namespace) -> tuple[int, list[dict], Path]:
-    """Run `args.episodes` episodes of `args.policy` on the one task `args.task` (or continue `args.resume`) in a run
-    directory of its own; returns (exit code, the episodes' results, the run directory).
+def prepare_run(args: argparse.Namespace):
+    """What one run of ``kernelgym run`` needs before its first episode, for either backend: the policy (loaded, so
+    a bad config is refused now), the task and hardware profile (checked against each other), and the run directory
+    (new, or the ``--resume``d one, with its run.json written). Returns (policy, task, hardware, run directory, the
+    results of episodes already run).
 
     Raises:
-        KernelGymError: the task, policy, its config or the hardware cannot be used (nothing is run).
+        KernelGymError: the task, policy, its config or the hardware cannot be used (no run directory is made).
     """
-    from kernelgym.env import KernelArenaEnv
-    from kernelgym.grader import GraderConfig
     from kernelgym.policy import load_policy
-    from kernelgym.rollout import rollout
-    from kernelgym.wrappers import TrajectoryRecorder
 
     results: list[dict] = []
     if args.resume:
@@ -397,6 +395,22 @@ def run_task(args: argparse.Namespace) -> tuple[int, list[dict], Path]:
         run_dir.chmod(0o700)  # owner-only, as the episodes in it: trajectories hold the task, the model's words, kernels
     (run_dir / RUN_SETTINGS).write_text(json.dumps({**{k: getattr(args, k) for k in _RESUMED},
                                                     "episodes": args.episodes}, indent=1, default=str))
+    return policy, task, hardware, run_dir, results
+
+
+def run_task(args: argparse.Namespace) -> tuple[int, list[dict], Path]:
+    """Run `args.episodes` episodes of `args.policy` on the one task `args.task` (or continue `args.resume`) in a run
+    directory of its own; returns (exit code, the episodes' results, the run directory).
+
+    Raises:
+        KernelGymError: the task, policy, its config or the hardware cannot be used (nothing is run).
+    """
+    from kernelgym.env import KernelArenaEnv
+    from kernelgym.grader import GraderConfig
+    from kernelgym.rollout import rollout
+    from kernelgym.wrappers import TrajectoryRecorder
+
+    policy, task, hardware, run_dir, results = prepare_run(args)
     sandbox = "none" if args.no_sandbox else "bwrap"
     grader = GraderConfig(warmup=args.warmup, reps=args.reps, rounds=args.rounds, sandbox=sandbox)
     env = KernelArenaEnv(task, run_dir=run_dir, hardware=hardware, sandbox=sandbox, max_steps=args.max_steps,

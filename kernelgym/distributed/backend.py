@@ -15,8 +15,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import re
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -55,38 +53,11 @@ class Run:
 
 
 def _new_run(args: argparse.Namespace, cli) -> Run:
-    """A run directory for `args.task` with `args.policy`, checked and made as `kernelgym.cli.run_task` does."""
-    from kernelgym.hardware import detect_profile
-    from kernelgym.policy import load_policy
-    from kernelgym.task import Task
-    from kernelgym.task_format import resolve_task
-
-    results: list[dict] = []
-    if args.resume:
-        run_dir, results = cli._resume(args)
-    elif args.episodes is None:
-        args.episodes = 1
-    cli._absolute_paths(args)
-    try:
-        overrides = json.loads(args.policy_config) if args.policy_config else {}
-    except ValueError as e:
-        raise KernelGymError(f"--policy-config is not valid JSON ({e})") from None
-    load_policy(args.policy, policies_dir=args.policies_dir, **overrides)  # refused here, before any actor
-    task = resolve_task(args.task, tasks_dir=args.tasks_dir)
-    hardware = detect_profile(args.hardware, root=cli.hardware_roots(args))
-    if isinstance(task, Task):
-        if not hardware.supports(task.spec.language):
-            raise KernelGymError(f"{task.name} is a {task.spec.language} task, which {hardware.id} cannot run")
-        task.require_supported(hardware)
-    if not args.resume:
-        task_label = Path(args.task).name if Path(args.task).is_dir() else args.task
-        label = re.sub(r"[^A-Za-z0-9_.-]+", "_", f"{task_label}-{args.policy}")
-        run_dir = Path(args.run_dir) / f"{time.strftime('%Y%m%d-%H%M%S')}-{label}"
-        run_dir.mkdir(parents=True, exist_ok=True)
-        run_dir.chmod(0o700)
-    saved = {**{k: getattr(args, k) for k in cli._RESUMED}, "episodes": args.episodes}
-    (run_dir / cli.RUN_SETTINGS).write_text(json.dumps(saved, indent=1, default=str))
-    settings = json.loads(json.dumps(saved, default=str)) | {"run_dir": str(run_dir.resolve())}
+    """A run directory for `args.task` with `args.policy`, checked and made by `kernelgym.cli.prepare_run`, as for
+    the local backend (the policy is loaded there, so a bad config is refused before any actor starts)."""
+    _policy, _task, _hardware, run_dir, results = cli.prepare_run(args)
+    saved = json.loads((run_dir / cli.RUN_SETTINGS).read_text())
+    settings = saved | {"run_dir": str(run_dir.resolve())}
     return Run(settings=settings, run_dir=run_dir, episodes=args.episodes, results=results)
 
 
