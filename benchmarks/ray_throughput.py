@@ -70,7 +70,10 @@ def measure_local(task: str, n: int, seconds: float, run_dir: Path) -> dict:
     import kernelgym
 
     env_id = kernelgym.get_task(task).env_id
-    envs = gym.make_vec(env_id, num_envs=n, vectorization_mode="async", run_dir=str(run_dir), max_steps=2)
+    # Spawned, not forked: this process has started Ray, whose threads a forked child inherits and dies on
+    # (BrokenPipeError on the H200, 2026-12-03).
+    envs = gym.make_vec(env_id, num_envs=n, vectorization_mode="async", vector_kwargs={"context": "spawn"},
+                        run_dir=str(run_dir), max_steps=2)
     try:
         return {"backend": "local", "task": task, **_loop(envs, n, seconds, _batch(envs, n))}
     finally:
