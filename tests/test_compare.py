@@ -152,3 +152,18 @@ def test_rich_markup_in_names_from_a_run_directory_is_printed_as_text(tmp_path, 
     assert main(["compare", *sides]) == 0
     out = capsys.readouterr().out
     assert f"policies {name})" in out and f"│ {name} │" in out, out
+
+
+def test_a_few_equal_pairs_and_mixed_hardware_get_no_verdict_of_significance(tmp_path):
+    from kernelgym.report.compare import MIN_PAIRS
+    task = "triton-rmsnorm"
+    n = MIN_PAIRS - 1
+    a = make_run_dir(tmp_path / "a", task, "tuner", [fake_result(fake_grade(task, speedup=1.0)) for _ in range(n)])
+    b = make_run_dir(tmp_path / "b", task, "agent", [fake_result(fake_grade(task, speedup=1.5)) for _ in range(n)])
+    c = compare_runs(read_runs([a]).episodes, read_runs([b]).episodes)
+    assert c.pairs == n and c.score.low == c.score.high  # equal differences: a zero-width interval
+    assert "significantly" not in c.verdict and f"{n} pairs, too few to judge significance" in c.verdict
+    cpu = make_run_dir(tmp_path / "c", task, "agent", [fake_result(fake_grade(task, hardware="cpu-interpreter"))
+                                                       for _ in range(n)])
+    mixed = compare_runs(read_runs([a]).episodes, read_runs([cpu]).episodes)
+    assert "warning: A ran on h200, B on cpu-interpreter: not comparable" in mixed.verdict, mixed.verdict

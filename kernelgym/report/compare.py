@@ -17,6 +17,11 @@ from kernelgym.report.stats import DEFAULT_CONFIDENCE, DEFAULT_RESAMPLES, DEFAUL
     paired_bootstrap
 
 
+#: Fewer pairs than this get no verdict of significance: the bootstrap of a few pairs understates its spread (a
+#: handful of equal differences resample to a zero-width interval).
+MIN_PAIRS = 6
+
+
 @dataclass
 class TaskDelta:
     """One task's paired episodes: means on each side and their difference (B - A)."""
@@ -48,6 +53,10 @@ class Comparison:
     unpaired_b: list[tuple[str, int | None]] = field(default_factory=list)
     infra_faults: int = 0
     """Pairs left out because a side was an infrastructure fault."""
+    hardware_a: list[str] = field(default_factory=list)
+    hardware_b: list[str] = field(default_factory=list)
+    """The hardware profiles each side's paired episodes ran on (a score on the CPU interpreter, where nothing is
+    timed, is not comparable with one on a GPU)."""
 
     @property
     def verdict(self) -> str:
@@ -62,8 +71,10 @@ class Comparison:
         left = [f"{n} {what}" for n, what in ((self.infra_faults, "with an infrastructure fault"),
                                                (len(self.unpaired_a), f"of {self.label_a} unpaired"),
                                                (len(self.unpaired_b), f"of {self.label_b} unpaired")) if n]
+        mismatch = (f" (warning: {self.label_a} ran on {', '.join(self.hardware_a)}, {self.label_b} on "
+                    f"{', '.join(self.hardware_b)}: not comparable)" if self.hardware_a != self.hardware_b else "")
         return (f"{self.label_b} vs {self.label_a} over {self.pairs} (task, seed) pairs: " + "; ".join(parts)
-                + (f" (left out: {', '.join(left)})" if left else ""))
+                + (f" (left out: {', '.join(left)})" if left else "") + mismatch)
 
     def to_dict(self) -> dict[str, Any]:
         return {"label_a": self.label_a, "label_b": self.label_b, "pairs": self.pairs,
@@ -71,7 +82,8 @@ class Comparison:
                 "score": self.score.to_dict() if self.score else None,
                 "speedup": self.speedup.to_dict() if self.speedup else None,
                 "unpaired_a": [list(k) for k in self.unpaired_a], "unpaired_b": [list(k) for k in self.unpaired_b],
-                "infra_faults": self.infra_faults, "verdict": self.verdict}
+                "infra_faults": self.infra_faults, "hardware_a": self.hardware_a, "hardware_b": self.hardware_b,
+                "verdict": self.verdict}
 
 
 def _judge(name: str, iv: Interval, fmt: str, label_b: str, up: str, down: str) -> str:
@@ -79,6 +91,8 @@ def _judge(name: str, iv: Interval, fmt: str, label_b: str, up: str, down: str) 
             f"{fmt.format(iv.high)})")
     if iv.n < 2:  # one pair resamples to itself: a zero-width interval whatever the difference
         return f"{head}: one pair, too few to judge significance"
+    if iv.n < MIN_PAIRS:  # a handful of equal differences resample to a zero-width interval too
+        return f"{head}: {iv.n} pairs, too few to judge significance (at least {MIN_PAIRS})"
     if iv.includes_zero:
         return f"{head}: no significant difference (the interval includes 0)"
     return f"{head}: {label_b} is significantly {up if iv.mean > 0 else down}"
@@ -128,4 +142,6 @@ def compare_runs(rows_a: list[EpisodeRow], rows_b: list[EpisodeRow], *, label_a:
     speedup = paired_bootstrap(timed, **boot) if timed else None
     return Comparison(label_a, label_b, len(pairs), tasks, score, speedup,
                       unpaired_a=[k for k in a if k not in b], unpaired_b=[k for k in b if k not in a],
-                      infra_faults=len(faulty))
+                      infra_faults=len(faulty),
+                      hardware_a=sorted({x.hardware or "unknown" for x, _ in pairs}),
+                      hardware_b=sorted({y.hardware or "unknown" for _, y in pairs}))
