@@ -100,6 +100,8 @@ class GradingCache:
         self._observations: dict[str, tuple[float, Observation]] = {}
         self._lock = threading.Lock()  # one profiler at a time in this process (the file lock: across processes)
         self._seen: set[str] = set()
+        self._loaded: dict[str, object] = {}
+        self._memo_lock = threading.Lock()  # not `_lock`, which a baseline's observation holds for seconds
 
     @property
     def root(self) -> Path:
@@ -125,10 +127,18 @@ class GradingCache:
                 os.close(fd)  # closing releases the lock
 
     # -- the baseline's observation ------------------------------------------------------------------------------
+    def loaded(self, key: str, load: Callable[[], object]) -> object:
+        """What `load()` returns, loaded once per process under `key` (a task's reference and input builder,
+        imported from the task directory)."""
+        with self._memo_lock:
+            if key not in self._loaded:
+                self._loaded[key] = load()
+            return self._loaded[key]
+
     def first_time(self, key: str) -> bool:
         """True the first time `key` is asked for in this process, False after (thread-safe): for work on the task
         alone, such as the trivial-output check of its tolerances, done once per process, not per grading."""
-        with self._lock:
+        with self._memo_lock:
             if key in self._seen:
                 return False
             self._seen.add(key)

@@ -15,21 +15,18 @@ from pathlib import Path
 from typing import Callable
 
 from kernelgym.errors import TaskSpecError
+from kernelgym.grader.cache import GRADING_CACHE
 from kernelgym.grader.compare import PreparedReference, prepare_reference, trivial_output_passes
 from kernelgym.grader.protocol import load_function, output_key
 from kernelgym.task import Task, load_task
 
-_cache: dict[str, tuple[Callable, Callable]] = {}
-
-
 def load_reference(task: Task) -> tuple[Callable, Callable]:
-    """(reference, input_builder) functions of `task`, imported from the task directory (never a workspace)."""
-    key = str(task.root)
-    if key not in _cache:
-        prefix = f"kernelgym_task_{task.spec.language}_{task.spec.id}_"
-        _cache[key] = tuple(load_function(ref, str(task.root), prefix + ref.split(":")[0].removesuffix(".py")
-                                          .replace("/", "_")) for ref in (task.spec.reference, task.spec.input_builder))
-    return _cache[key]
+    """(reference, input_builder) functions of `task`, imported from the task directory (never a workspace), once
+    per process (`GRADING_CACHE.loaded`)."""
+    prefix = f"kernelgym_task_{task.spec.language}_{task.spec.id}_"
+    return GRADING_CACHE.loaded(f"reference:{task.root}", lambda: tuple(
+        load_function(ref, str(task.root), prefix + ref.split(":")[0].removesuffix(".py").replace("/", "_"))
+        for ref in (task.spec.reference, task.spec.input_builder)))
 
 
 def reference_outputs(task: Task, config: dict, seed: int, device: str = "cpu") -> tuple:
