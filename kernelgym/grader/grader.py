@@ -183,7 +183,12 @@ class Grader(Preparing, Observing):
         phases["compare"] = time.monotonic() - harness_done
         if correct_stage.passed and checks["observer"] == "pending":
             observed = time.monotonic()
-            speedups = self.observe(session, sources, rows, correct_stage, perf_stage, speedups, checks)
+            verdict = self.observe(session, sources, rows, speedups, checks)
+            correct_stage.passed = correct_stage.passed and not verdict.refused
+            perf_stage.passed = False if verdict.withheld else perf_stage.passed
+            correct_stage.messages += verdict.correct_messages
+            perf_stage.messages += verdict.perf_messages
+            speedups = verdict.speedups
             phases["observer"] = time.monotonic() - observed
         self.stop_observer()  # an observed run started ahead and not needed (an earlier gate failed)
         for name, state in checks.items():

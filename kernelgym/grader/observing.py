@@ -12,14 +12,13 @@ import subprocess
 import threading
 import time
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from kernelgym.grader import build as builds
 from kernelgym.grader import tracer
 from kernelgym.grader.cache import GRADING_CACHE, MAX_CACHE_BYTES, baseline_key
 from kernelgym.grader.files import copy_public, copy_regular_files, remove_tree, write_new
-from kernelgym.grader.grade import Stage
 from kernelgym.grader.observer import (Observation, ObserverError, cross_check, find_ncu, foreign_kernels, ncu_argv,
                                        parse_report, split)
 from kernelgym.grader.protocol import (CHECK_RESULT, OBSERVED_FINISHED_MARKER, OBSERVED_PREFIX, OUTPUTS,
@@ -44,6 +43,25 @@ class _ObservedRun:
     source: Path
     results: Path
     output: collections.deque
+
+
+@dataclass
+class ObserverVerdict:
+    """What the outside observer decided about one grading (`Observing.observe`); `Grader.grade` applies it."""
+
+    speedups: list[float] | None
+    """The per-config speedups that stand (None: withheld, or correctness failed)."""
+    refused: bool = False
+    """The observer failed the kernel's correctness (foreign kernels, a wrong observed output, a failed run)."""
+    withheld: bool = False
+    """The speedup is withheld: the profiler's device times do not support it."""
+    correct_messages: list[str] = field(default_factory=list)
+    perf_messages: list[str] = field(default_factory=list)
+
+    def stands(self, speedups: list[float] | None) -> "ObserverVerdict":
+        """This verdict with `speedups` as what stands."""
+        self.speedups = speedups
+        return self
 
 
 class Observing:
@@ -154,18 +172,19 @@ class Observing:
         if ahead is not None:
             kill_group(ahead.proc)
 
-    def observe(self, session: GradingSession, sources: dict[str, str], rows: list[dict], correct: Stage,
-                perf: Stage, speedups: list[float] | None, checks: dict[str, str]) -> list[float] | None:
+    def observe(self, session: GradingSession, sources: dict[str, str], rows: list[dict],
+                speedups: list[float] | None, checks: dict[str, str]) -> ObserverVerdict:
         """Run the candidate's check once more under the profiler and judge what it saw: a config whose calls ran a
         kernel that is neither the candidate's own nor allowed, or whose observed output is wrong, fails
-        (`correct` and its row say why); a speedup the observed device times do not support is withheld (`perf`
-        says why). Updates `checks`; returns the speedups that stand (None where withheld)."""
+        correctness (its row says why); a speedup the observed device times do not support is withheld. Updates
+        `checks` and the rows; returns the verdict, which `Grader.grade` applies to the stages."""
+        v = ObserverVerdict(speedups=speedups)
         unavailable = self.observer_unavailable()
         if unavailable:  # observer='required'
             checks["observer"] = checks["speedup_cross_check"] = f"failed: required, but {unavailable}"
-            correct.passed = False
-            correct.messages.append(f"outside observer required, but {unavailable}")
-            return None
+            v.refused = True
+            v.correct_messages.append(f"outside observer required, but {unavailable}")
+            return v.stands(None)
         own = self.backend.own_kernel_names(sources)
         try:
             observation = self._observed_run(session, sources)
@@ -174,12 +193,12 @@ class Observing:
                 self.baseline_observation()
             except ObserverError as machine:
                 checks["observer"] = checks["speedup_cross_check"] = f"unavailable: {machine}"
-                correct.messages.append(f"outside observer unavailable: {machine}")
-                return speedups
+                v.correct_messages.append(f"outside observer unavailable: {machine}")
+                return v
             checks["observer"] = checks["speedup_cross_check"] = f"failed: {e}"
-            correct.passed = False
-            correct.messages.append(f"outside observer: {e}")
-            return None
+            v.refused = True
+            v.correct_messages.append(f"outside observer: {e}")
+            return v.stands(None)
         failed = []
         bare = self.backend.BARE_KERNEL_NAMES
         for i, (row, foreign) in enumerate(zip(rows, foreign_kernels(observation, own, bare))):
@@ -194,22 +213,22 @@ class Observing:
                 failed.append(f"{row['config']}: {row['error']}")
         if failed:
             checks["observer"], checks["speedup_cross_check"] = "failed", "not run: the observer failed the kernel"
-            correct.passed = False
-            correct.messages += [f"outside observer ({self._observer_name()}): every kernel of each checked call must be the "
+            v.refused = True
+            v.correct_messages += [f"outside observer ({self._observer_name()}): every kernel of each checked call must be the "
                                  "candidate's own (or a fill or copy):", *failed[:10]]
-            return None
+            return v.stands(None)
         checks["observer"] = "passed"
-        correct.messages.append(f"outside observer ({self._observer_name()}): only the candidate's own kernels "
+        v.correct_messages.append(f"outside observer ({self._observer_name()}): only the candidate's own kernels "
                                 f"({', '.join(sorted(own)) or 'none found'}) and allowed fills/copies ran")
         if not speedups:
             checks["speedup_cross_check"] = "not run: no speedup measured"
-            return speedups
+            return v
         try:
             baseline = self.baseline_observation()
         except ObserverError as e:
             checks["speedup_cross_check"] = f"unavailable: the baseline could not be observed: {e}"
-            perf.messages.append(f"speedup not cross-checked: the baseline could not be observed: {e}")
-            return speedups
+            v.perf_messages.append(f"speedup not cross-checked: the baseline could not be observed: {e}")
+            return v
         refused = []
         for i, row in enumerate(rows):
             row["observed_baseline_ms"] = baseline.checked_ms(i)
@@ -218,11 +237,11 @@ class Observing:
                 refused.append(f"{row['config']}: {why}")
         if refused:
             checks["speedup_cross_check"] = "failed"
-            perf.passed = False
-            perf.messages += ["speedup withheld: the profiler's device times do not support it", *refused]
-            return None
+            v.withheld = True
+            v.perf_messages += ["speedup withheld: the profiler's device times do not support it", *refused]
+            return v.stands(None)
         checks["speedup_cross_check"] = "passed"
-        return speedups
+        return v
 
     def baseline_observation(self) -> Observation:
         """The pristine baseline's observed run on this grader's configs (its device times per config), made once
