@@ -115,3 +115,14 @@ def test_a_tasks_allowed_torch_ops_reach_the_harness(tmp_path, require_bwrap, de
     else:
         assert g.score == 20.0 and g.checks["dynamic_check"] == "failed", g.summary()
         assert "`aten.arange.default`" in "\n".join(g.stages[1].messages)
+
+
+def test_a_request_of_another_protocol_version_is_refused():
+    from kernelgym.grader.protocol import PROTOCOL_VERSION
+    task = get_task("triton-rmsnorm")
+    grader = Grader(task, detect_profile("cpu-interpreter"), "/nonexistent", GraderConfig())
+    req = grader._request(grader.work_dir / "g", 1, timed=False).to_json()
+    assert req["protocol_version"] == PROTOCOL_VERSION
+    for version in (None, PROTOCOL_VERSION + 1):
+        with pytest.raises(ProtocolError, match="protocol_version"):
+            Request.from_json({**req, "protocol_version": version})

@@ -111,6 +111,11 @@ class OutputSlot:
     arg: int | None = None
 
 
+#: The version of the request the trusted side writes and the harness reads; a request of another version (a
+#: worker started by another kernelgym) is refused, not half-read.
+PROTOCOL_VERSION = 1
+
+
 @dataclass(frozen=True)
 class Request:
     """What the harness is asked to do for one grading. Paths are absolute, inside the sandbox.
@@ -190,17 +195,22 @@ class Request:
     def to_json(self) -> dict[str, Any]:
         d = dataclasses.asdict(self)
         d["outputs"] = [dataclasses.asdict(o) if isinstance(o, OutputSlot) else o for o in self.outputs]
-        return d
+        return {"protocol_version": PROTOCOL_VERSION, **d}
 
     @classmethod
     def from_json(cls, obj: Any) -> "Request":
         """Validate a request read from JSON.
 
         Raises:
-            ProtocolError: not an object, an unknown or missing field, or a field of the wrong type.
+            ProtocolError: not an object, another `PROTOCOL_VERSION`, an unknown or missing field, or a field of the
+                wrong type.
         """
         if not isinstance(obj, dict):
             raise ProtocolError("request: expected a JSON object")
+        obj = dict(obj)
+        version = obj.pop("protocol_version", None)
+        if version != PROTOCOL_VERSION:
+            raise ProtocolError(f"request: protocol_version {version!r}, this harness reads {PROTOCOL_VERSION}")
         fields = {f.name: f for f in dataclasses.fields(cls)}
         unknown = sorted(set(obj) - set(fields))
         if unknown:
