@@ -288,12 +288,16 @@ class Grader(Preparing, Observing):
         `WarmRunner` when one is up, else a `FreshRunner`. Returns the raw (check result, timing result or None) as
         the harness wrote them (untrusted; parsed by `_run_candidate`); failures are results, not raises. A fault
         outside the kernel's gates (timeout, infrastructure) goes into the session, for the outcome."""
-        fresh = FreshRunner(self._request(gdir, seed, self._timed),
-                            make_sandbox(self.config.sandbox, gdir, readonly=[*HARNESS_FILES, *self._readonly()],
-                                         gpu=not self.hardware.interpreter, env=self._harness_env(gdir)),
-                            self.timeout_s, self._timed, kill_others=self.config.sandbox == "bwrap")
-        runner: FreshRunner | WarmRunner = fresh
-        if self.worker is not None and self.worker.alive():
+        def fresh() -> FreshRunner:
+            return FreshRunner(self._request(gdir, seed, self._timed),
+                               make_sandbox(self.config.sandbox, gdir, readonly=[*HARNESS_FILES, *self._readonly()],
+                                            gpu=not self.hardware.interpreter, env=self._harness_env(gdir)),
+                               self.timeout_s, self._timed, kill_others=self.config.sandbox == "bwrap")
+
+        runner: FreshRunner | WarmRunner
+        if self.worker is None or not self.worker.alive():
+            runner = fresh()
+        else:
             asked = time.monotonic()
 
             def started() -> None:

@@ -85,7 +85,8 @@ class WarmRunner:
 
     Args:
         worker: the warm worker that prepared this grading.
-        fallback: runs the grading where the preparation failed before any candidate code ran.
+        fallback: makes the runner of the grading where the preparation failed before any candidate code ran
+            (made only then: the warm path needs no fresh sandbox or request).
         timeout_s: the limit of the worker's run, s.
         timed: whether the grading is timed.
         on_started: called once the worker says its child is prepared, before the ``go`` that lets candidate code
@@ -95,7 +96,7 @@ class WarmRunner:
     """
 
     worker: GraderWorker
-    fallback: FreshRunner
+    fallback: Callable[[], FreshRunner]
     timeout_s: float
     timed: bool
     on_started: Callable[[], None]
@@ -106,7 +107,7 @@ class WarmRunner:
         if self.stop_after:
             self.worker.stop()
         if unprepared:  # no candidate code ran: a fresh process grades
-            return self.fallback.run(gdir)
+            return self.fallback().run(gdir)
         # Otherwise the result stands, whatever it is: a candidate that killed the worker or deleted its log gets no
         # second run (and no second chance at the grading directory's request).
         try:
