@@ -187,3 +187,39 @@ def test_a_one_element_output_is_not_refused_as_constant():
     assert trivial_output_passes(prepare_reference(torch.tensor([3.5]), tol), "float32", tol) is None
     assert "all-zero" in trivial_output_passes(prepare_reference(torch.tensor([0.0]), tol), "float32", tol)
     assert "constant" in trivial_output_passes(prepare_reference(torch.full((4,), 3.5), tol), "float32", tol)
+
+
+def test_references_run_on_the_gpu_only_where_this_process_can_use_it(monkeypatch):
+    # GraderConfig.references_on_gpu: on the GPU where CUDA is usable here; in a process forked after CUDA started
+    # (an AsyncVectorEnv worker of a trainer that uses the GPU) or without a GPU, on the CPU, with the same outputs.
+    from kernelgym.discovery import get_task
+    from kernelgym.grader import reference as ref_mod
+    task = get_task("triton-rmsnorm")
+    jobs = [(task.spec.interpreter_configs[0], 3)]
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "_is_in_bad_fork", lambda: True)
+    assert not ref_mod.cuda_usable()
+    refs = ref_mod.References(task, jobs, gpu=True, on_gpu=True)
+    assert refs.device == "cpu"
+    got = refs.get(*jobs[0])[0]
+    assert got.values.device.type == "cpu"
+    assert torch.equal(got.values, ref_mod.reference_outputs(task, *jobs[0])[0].float())
+    monkeypatch.setattr(torch.cuda, "_is_in_bad_fork", lambda: False)
+    assert ref_mod.cuda_usable()
+    assert ref_mod.References(task, [], gpu=True, on_gpu=False).device == "cpu"  # asked for the CPU
+    assert ref_mod.References(task, [], gpu=False, on_gpu=True).device == "cpu"  # no GPU grades here
+    assert ref_mod.References(task, [], gpu=True, on_gpu=True).device == "cuda"
+
+
+def test_a_candidate_output_is_compared_where_the_reference_is_held():
+    # The output comes from a file, on the CPU; the comparison moves it to the reference's device (the GPU where
+    # references are computed there), and still refuses outputs that are not dense CPU tensors as loaded.
+    from kernelgym.task import Tolerance
+    tol = Tolerance(atol=1e-3, rtol=1e-3)
+    ref = prepare_reference(torch.randn(8, 16), tol)
+    ok, msg, _ = compare_output(ref.values.clone(), ref, "float32", "tolerance", tol)
+    assert ok, msg
+    assert not compare_output(ref.values + 1, ref, "float32", "tolerance", tol)[0]
+    assert "dense real tensor" in compare_output(ref.values.to_sparse(), ref, "float32", "tolerance", tol)[1]
+    exact = prepare_reference(torch.arange(6).reshape(2, 3), None, "exact")
+    assert compare_output(torch.arange(6).reshape(2, 3), exact, "int64", "exact")[0]

@@ -41,7 +41,7 @@ def prepare_reference(ref: torch.Tensor, tol, rule: str = "tolerance") -> Prepar
     if not isinstance(ref, torch.Tensor):
         raise ValueError(f"the reference returned a {type(ref).__name__}, not a tensor")
     if rule in ("exact", "set"):
-        v = ref.detach().cpu()
+        v = ref.detach()
         return PreparedReference(v.sort(dim=-1).values if rule == "set" and v.dim() else v, None, 0.0, None, rule)
     if rule != "tolerance":
         raise ValueError(f"unknown comparison rule {rule!r}; expected tolerance, exact or set")
@@ -91,8 +91,11 @@ def _compare(out: Any, ref: PreparedReference, dtype: str, tol) -> tuple[bool, s
     want = getattr(torch, dtype, None)
     if isinstance(want, torch.dtype) and out.dtype != want:
         return False, f"output dtype {out.dtype} != expected {want}", None
+    # The candidate's output was loaded on the CPU; it is compared where the reference is held (the GPU, where the
+    # grader computes references there: GraderConfig.references_on_gpu).
+    out = out.detach().to(ref.values.device)
     if ref.rule != "tolerance":
-        o = out.detach().sort(dim=-1).values if ref.rule == "set" and out.dim() else out.detach()
+        o = out.sort(dim=-1).values if ref.rule == "set" and out.dim() else out
         differ = o.to(ref.values.dtype) != ref.values
         if bool(differ.any()):
             idx = int(differ.flatten().nonzero()[0])
@@ -139,7 +142,7 @@ def trivial_output_passes(ref: PreparedReference, dtype: str, tol=None) -> str |
     if ref.values.numel() > 1:
         fakes.append(("a constant output (the reference's mean)", float(mean)))
     for what, value in fakes:
-        fake = torch.full(tuple(ref.values.shape), value, dtype=torch.float64).to(want)
+        fake = torch.full(tuple(ref.values.shape), value, dtype=torch.float64).to(want)  # on the CPU, as loaded
         if ref.values.numel() and _compare(fake, ref, dtype, tol)[0]:
             return f"{what} passes the comparison (rule {ref.rule}): the reference is constant or the tolerance too loose"
     return None

@@ -73,6 +73,12 @@ class GraderConfig:
     harness_cpu_threads: int = 4
     """CPU threads of each harness process on a GPU (``OMP_NUM_THREADS``): its CPU work (loading inputs, saving
     outputs) is small beside its GPU work, and N envs on one host run 2-3 such processes each."""
+    references_on_gpu: bool = True
+    """On a GPU, compute the references and compare the candidate's outputs on it, in the env's own trusted process
+    (the task's input builder still draws on the CPU): a grading's references and comparisons cost about 7
+    CPU-seconds on the CPU (rmsnorm's 5 configs, two seeds), the host's bottleneck with 8 envs. Falls back to the
+    CPU in a process forked after CUDA started there (CUDA cannot start again in it). False: always on the CPU,
+    or, for ``reference_device: cuda`` tasks, in a trusted GPU process of their own."""
     keep_grading_dirs: bool = False
     """Keep each grading directory whole after its grade is read (for debugging a grading: the candidate's outputs
     and whatever it wrote there). By default only the harness's log and result files stay (`prune_grading_dir`)."""

@@ -138,5 +138,6 @@ class Preparing:
         timed = self._timed
         write_new(gdir / REQUEST, json.dumps(self._request(gdir, seed, timed).to_json()).encode())
         seen = self.configs == self.task.configs_for(self.hardware.interpreter)
-        return GradingSession.start(self.task, gdir, seed, self.configs, timed, gpu=not self.hardware.interpreter,
-                                    seen=seen)
+        gpu = not self.hardware.interpreter
+        return GradingSession.start(self.task, gdir, seed, self.configs, timed, gpu=gpu, seen=seen,
+                                    on_gpu=gpu and self.config.references_on_gpu)

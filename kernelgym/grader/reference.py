@@ -1,5 +1,7 @@
-"""The task's reference outputs, computed by trusted code only: in this process on the CPU, or, for a task whose
-reference needs the GPU (``reference_device: cuda``), in a trusted process of its own that never runs candidate code.
+"""The task's reference outputs, computed by trusted code only: in this process, on the GPU where one grades
+(`GraderConfig.references_on_gpu`) and else on the CPU; or, for a task whose reference needs the GPU
+(``reference_device: cuda``) where this process cannot use it, in a trusted process of its own that never runs
+candidate code.
 
     python -m kernelgym.grader.reference TASK_DIR JOBS.json OUT.pt [DEVICE]    # the GPU reference process
 """
@@ -44,10 +46,19 @@ def reference_outputs(task: Task, config: dict, seed: int, device: str = "cpu") 
     return refs
 
 
-def prepare_outputs(task: Task, config: dict, refs: tuple) -> tuple[PreparedReference, ...]:
-    """Each reference output prepared for its comparison rule and tolerance on `config`."""
-    return tuple(prepare_reference(r.cpu(), task.spec.tolerance_for(o, config), o.rule_for(config))
+def prepare_outputs(task: Task, config: dict, refs: tuple, device: str = "cpu") -> tuple[PreparedReference, ...]:
+    """Each reference output prepared for its comparison rule and tolerance on `config`, held on `device` (where
+    the candidate's outputs are then compared)."""
+    return tuple(prepare_reference(r.to(device), task.spec.tolerance_for(o, config), o.rule_for(config))
                  for o, r in zip(task.spec.outputs, refs))
+
+
+def cuda_usable() -> bool:
+    """Whether this process can run CUDA work: a GPU is visible and the process was not forked after CUDA started
+    in its parent (then CUDA cannot start here)."""
+    import torch
+
+    return torch.cuda.is_available() and not torch.cuda._is_in_bad_fork()
 
 
 def trivial_passes(task: Task, config: dict, prepared: tuple[PreparedReference, ...]) -> list[str]:
@@ -69,15 +80,18 @@ class References:
             ``reference_device: cuda`` the reference then runs on it in a trusted subprocess.
         check_trivial: configs on which an all-zero or constant output passing is a task error (the task's seen
             configs); `get` raises TaskSpecError for them.
+        on_gpu: compute the references, and hold them for the comparisons, on the GPU in this process (where
+            `cuda_usable`; else on the CPU, as with False). Attribute `device` says where they are.
     """
 
     def __init__(self, task: Task, jobs: list[tuple[dict, int]], gpu: bool = False,
-                 check_trivial: list[dict] | None = None, work_dir: Path | None = None):
+                 check_trivial: list[dict] | None = None, work_dir: Path | None = None, on_gpu: bool = False):
         self.task, self.jobs, self._refs = task, jobs, {}
         self.problems: list[str] = []
         self._error: BaseException | None = None
         trivial_keys = {_key(c, 0)[0] for c in (check_trivial or [])}
-        subprocess_gpu = gpu and task.spec.reference_device == "cuda"
+        self.device = "cuda" if gpu and on_gpu and cuda_usable() else "cpu"
+        subprocess_gpu = gpu and task.spec.reference_device == "cuda" and self.device == "cpu"
 
         self.computed_s: float | None = None
         """How long computing every job took, s (None until done): diagnosis of where a grading's time goes."""
@@ -88,9 +102,9 @@ class References:
                 if subprocess_gpu:
                     computed = run_reference_process(task, jobs, Path(work_dir or "."))
                 else:
-                    computed = [reference_outputs(task, cfg, s) for cfg, s in jobs]
+                    computed = [reference_outputs(task, cfg, s, self.device) for cfg, s in jobs]
                 for (cfg, s), refs in zip(jobs, computed):
-                    prepared = prepare_outputs(task, cfg, refs)
+                    prepared = prepare_outputs(task, cfg, refs, self.device)
                     if _key(cfg, s)[0] in trivial_keys:
                         self.problems += trivial_passes(task, cfg, prepared)
                     self._refs[_key(cfg, s)] = prepared
@@ -117,11 +131,12 @@ class References:
                                 + "\n".join(self.problems))
 
     def get(self, config: dict, seed: int) -> tuple[PreparedReference, ...]:
-        """The prepared outputs of `config` on `seed` (computed now, on the CPU, if not among the jobs)."""
+        """The prepared outputs of `config` on `seed` (computed now, on `device`, if not among the jobs)."""
         self.wait()
         key = _key(config, seed)
         if key not in self._refs:
-            self._refs[key] = prepare_outputs(self.task, config, reference_outputs(self.task, config, seed))
+            refs = reference_outputs(self.task, config, seed, self.device)
+            self._refs[key] = prepare_outputs(self.task, config, refs, self.device)
         return self._refs[key]
 
     def elements(self) -> int:

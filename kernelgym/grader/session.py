@@ -67,16 +67,17 @@ class GradingSession:
 
     @classmethod
     def start(cls, task: Task, gdir: Path, seed: int, configs: list[dict], timed: bool, gpu: bool,
-              seen: bool) -> "GradingSession":
+              seen: bool, on_gpu: bool = False) -> "GradingSession":
         """A session whose references (the check inputs' and, where `timed`, the verification inputs') are computed
         in the background from now. `seen`: the configs are the task's seen ones, on which a trivial output
-        passing is a task error."""
+        passing is a task error. `on_gpu`: references and comparisons run on the GPU in this process
+        (`GraderConfig.references_on_gpu`)."""
         jobs = [(cfg, check_seed(seed, i)) for i, cfg in enumerate(configs)]
         if timed:
             jobs += [(cfg, verify_seed(seed, i)) for i, cfg in enumerate(configs)]
         # The trivial-output check judges the task's tolerances, not the candidate: once per process and config.
         trivial = [c for c in configs if GRADING_CACHE.first_time(task_config_key(task.root, c))] if seen else None
-        refs = References(task, jobs, gpu=gpu, check_trivial=trivial, work_dir=gdir.parent)
+        refs = References(task, jobs, gpu=gpu, check_trivial=trivial, work_dir=gdir.parent, on_gpu=on_gpu)
         return cls(task, gdir, seed, configs, refs, timed)
 
     # -- the files the candidate's process writes ----------------------------------------------------------------
