@@ -7,6 +7,7 @@
 #     bash benchmarks/gpu_issue26.sh smoke   # 2 envs, 20 s per backend: the plumbing on the GPU (about 2 min)
 #     bash benchmarks/gpu_issue26.sh best    # 8 envs (issue 24's best N), 120 s per backend (about 6 min)
 #     bash benchmarks/gpu_issue26.sh quick   # 8 envs, 60 s per backend (about 3.5 min)
+#     bash benchmarks/gpu_issue26.sh warm    # 8 envs, Ray first, one uncounted round each, then 60 s (about 5 min)
 #     bash benchmarks/gpu_issue26.sh sweep   # 4, 8 and 16 envs, 60 s per backend each (about 9 min)
 # COMMIT=<hash> names the commit measured in machine.txt. Copy $OUT into benchmarks/results/ with the machine and
 # date.
@@ -18,7 +19,7 @@ export PYTHONPATH=/tmp/raysite:$PYTHONPATH
 mkdir -p "$OUT"
 (nvidia-smi --query-gpu=name,driver_version --format=csv; nproc; python3 -c "import torch, triton, ray; print(torch.__version__, triton.__version__, ray.__version__)"; date -u; echo "commit ${COMMIT:-$(git rev-parse HEAD 2>/dev/null)}") > "$OUT/machine.txt" 2>&1
 cat "$OUT/machine.txt"
-rt() { timeout "$1" python3 benchmarks/ray_throughput.py --task "$2" --envs "$3" --seconds "$4" --out "$OUT/$5" 2>&1 | grep -v "^\s*$" | grep -v "WARNING" | cut -c1-600; }
+rt() { timeout "$1" python3 benchmarks/ray_throughput.py --task "$2" --envs "$3" --seconds "$4" --out "$OUT/$5" "${@:6}" 2>&1 | grep -v "^\s*$" | grep -v "WARNING" | cut -c1-600; }
 case "$1" in
 smoke)
     rt 200 triton-rmsnorm 2 20 smoke_rmsnorm_n2.json
@@ -29,11 +30,15 @@ best)
 quick)
     rt 330 triton-rmsnorm 8 60 quick_rmsnorm_n8.json
     ;;
+warm)
+    # Ray first (the host is cold then; the warm-up round absorbs it), one uncounted round per backend.
+    rt 400 triton-rmsnorm 8 60 warm_rmsnorm_n8.json --order ray,local --warmup-rounds 1
+    ;;
 sweep)
     rt 560 triton-rmsnorm 4,8,16 60 sweep_rmsnorm.json
     ;;
 *)
-    echo "usage: bash benchmarks/gpu_issue26.sh smoke|best|quick|sweep" >&2
+    echo "usage: bash benchmarks/gpu_issue26.sh smoke|best|quick|warm|sweep" >&2
     exit 2
     ;;
 esac

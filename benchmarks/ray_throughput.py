@@ -3,7 +3,8 @@
 
     python benchmarks/ray_throughput.py --task triton-rmsnorm --envs 8 --seconds 120 --out ray_throughput.json
 
-Each backend makes N envs and loops for the window: one step submitting the untouched baseline in every env (graded),
+Each backend makes N envs, plays ``--warmup-rounds`` rounds it does not count (the envs' start, the baseline's
+observation and kernel caches: a cold first round took 66 s, longer than a short window), and loops for the window: one step submitting the untouched baseline in every env (graded),
 then one step that next-step-autoresets every env (a reset, as in benchmarks/throughput.py's reset then immediate
 submit). Both run lockstep, so both wait for the slowest env each round; the comparison is between backends, not
 against throughput.py's free-running processes. Per backend and N: gradings finished in the window, wall seconds,
@@ -37,10 +38,16 @@ def _batch(envs, n: int) -> dict:
             for key, space in envs.single_action_space.spaces.items()}
 
 
-def _loop(envs, n: int, seconds: float, action) -> dict:
-    """Rounds of (submit every env, autoreset every env) for `seconds`; the counts and times."""
-    start = time.monotonic()
+def _loop(envs, n: int, seconds: float, action, warmup_rounds: int = 1) -> dict:
+    """`warmup_rounds` rounds (not counted: the envs' start, the baseline's observation and kernel caches), then
+    rounds of (submit every env, autoreset every env) for `seconds`; the counts and times."""
+    t0 = time.monotonic()
     envs.reset(seed=0)
+    for _ in range(warmup_rounds):
+        envs.step(action)
+        envs.step(action)
+    warmup_s = time.monotonic() - t0
+    start = time.monotonic()
     rounds, rewards, outcomes, gradings = [], [], [], 0
     while time.monotonic() - start < seconds:
         t0 = time.monotonic()
@@ -55,7 +62,8 @@ def _loop(envs, n: int, seconds: float, action) -> dict:
         outcomes += [str(per_env[i]) for i in range(n) if ended[i]]
     wall_s = time.monotonic() - start
     later = rounds[1:]
-    return {"envs": n, "window_s": seconds, "wall_s": round(wall_s, 1), "rounds": len(rounds), "gradings": gradings,
+    return {"envs": n, "window_s": seconds, "warmup_rounds": warmup_rounds, "warmup_s": round(warmup_s, 1),
+            "wall_s": round(wall_s, 1), "rounds": len(rounds), "gradings": gradings,
             "gradings_per_hour": round(gradings * 3600 / wall_s),
             "gradings_per_hour_after_first_round": round(n * len(later) * 3600 / sum(later)) if later else None,
             "first_round_s": round(rounds[0], 2) if rounds else None,
@@ -63,7 +71,7 @@ def _loop(envs, n: int, seconds: float, action) -> dict:
             "rewards": sorted(set(rewards)), "outcomes": sorted(set(outcomes))}
 
 
-def measure_local(task: str, n: int, seconds: float, run_dir: Path) -> dict:
+def measure_local(task: str, n: int, seconds: float, run_dir: Path, warmup_rounds: int = 1) -> dict:
     """kernelgym's `AsyncVectorEnv` (``gym.make_vec(..., vectorization_mode="async")``): N env processes here."""
     import gymnasium as gym
 
@@ -75,12 +83,12 @@ def measure_local(task: str, n: int, seconds: float, run_dir: Path) -> dict:
     envs = gym.make_vec(env_id, num_envs=n, vectorization_mode="async", vector_kwargs={"context": "spawn"},
                         run_dir=str(run_dir), max_steps=2)
     try:
-        return {"backend": "local", "task": task, **_loop(envs, n, seconds, _batch(envs, n))}
+        return {"backend": "local", "task": task, **_loop(envs, n, seconds, _batch(envs, n), warmup_rounds)}
     finally:
         envs.close()
 
 
-def measure_ray(task: str, n: int, seconds: float, run_dir: Path) -> dict:
+def measure_ray(task: str, n: int, seconds: float, run_dir: Path, warmup_rounds: int = 1) -> dict:
     """The Ray vector env: N actors on the local Ray instance, each asking for 1/N of the host's CPUs and GPUs."""
     from kernelgym.distributed import make_ray_vec
 
@@ -88,7 +96,7 @@ def measure_ray(task: str, n: int, seconds: float, run_dir: Path) -> dict:
     envs = make_ray_vec(task, n, run_dir=str(run_dir), max_steps=2, cpus_per_env=min(1.0, cpus / n))
     try:
         where = envs.placements()
-        result = _loop(envs, n, seconds, [SUBMIT] * n)
+        result = _loop(envs, n, seconds, [SUBMIT] * n, warmup_rounds)
         return {"backend": "ray", "task": task, **result, "gpu_ids": sorted({",".join(w["gpu_ids"]) for w in where}),
                 "replays": sum(h.replays for h in envs.handles)}
     finally:
@@ -102,6 +110,8 @@ def main() -> None:
     ap.add_argument("--seconds", type=float, default=120.0, help="the window each backend runs for, per N")
     ap.add_argument("--run-dir", default="/tmp/kg-ray-throughput")
     ap.add_argument("--order", default="local,ray", help="which backend runs first at each N")
+    ap.add_argument("--warmup-rounds", type=int, default=1,
+                    help="rounds per backend before its window, not counted (the envs' start and first gradings)")
     ap.add_argument("--out", default="ray_throughput.json")
     args = ap.parse_args()
 
@@ -116,7 +126,7 @@ def main() -> None:
             run_dir = Path(args.run_dir) / f"{backend}-n{n}"
             measure = measure_local if backend == "local" else measure_ray
             try:
-                result = measure(args.task, n, args.seconds, run_dir)
+                result = measure(args.task, n, args.seconds, run_dir, args.warmup_rounds)
             except Exception as e:  # reported, never hidden: a benchmark that fails says where
                 result = {"backend": backend, "task": args.task, "envs": n, "error": f"{type(e).__name__}: {e}"}
             print(json.dumps(result), flush=True)
