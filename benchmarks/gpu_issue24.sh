@@ -8,6 +8,8 @@
 #     bash benchmarks/gpu_issue24.sh final       # one call: rmsnorm at 1 and 8 envs (8 also at 1 harness thread), matmul at 8 over a longer
 #                                               window (past its autotuning), cuda-softmax's reset at 1 env (7 min)
 #     bash benchmarks/gpu_issue24.sh baselines   # every Triton baseline graded once (220 +- 1%), about 4 min
+#     bash benchmarks/gpu_issue24.sh session4    # rmsnorm at 1, 8, 12 envs, cuda-softmax's warm resets, matmul at 8 (9 min)
+#     bash benchmarks/gpu_issue24.sh baselines-parallel   # the 24 Triton baselines in 4 processes at once (5 min)
 # COMMIT=<hash> names the commit measured in machine.txt (the device's copy of .git is not the checkout's).
 # Copy $OUT into benchmarks/results/ with the machine and date.
 source benchmarks/gpu_setup.sh
@@ -41,6 +43,29 @@ final)
     tp 100 triton-rmsnorm 8 50 final_rmsnorm_n8_t1.json --harness-threads 1
     tp 180 triton-matmul 8 110 final_matmul_n8.json
     tp 100 cuda-softmax 1 40 final_cuda_softmax_n1.json
+    ;;
+session4)
+    # After references and comparisons moved to the GPU and the harness built its input sets at once: rmsnorm at 1,
+    # 8 and 12 envs, cuda-softmax at 1 env over a window long enough for warm resets, matmul at 8 past its first
+    # gradings (about 9 min).
+    tp 75 triton-rmsnorm 1 30 s4_rmsnorm_n1.json
+    tp 95 triton-rmsnorm 8 45 s4_rmsnorm_n8.json
+    tp 95 triton-rmsnorm 12 40 s4_rmsnorm_n12.json
+    tp 120 cuda-softmax 1 75 s4_cuda_softmax_n1.json
+    tp 190 triton-matmul 8 120 s4_matmul_n8.json
+    ;;
+baselines-parallel)
+    # Every Triton baseline graded once quiet and once observed (220 +- 1%), the 24 tasks in 4 processes at once
+    # (round-robin by name), merged into one table (about 4-5 min).
+    names=$(python3 -c "from kernelgym.discovery import discover_tasks; print(' '.join(n for n, t in sorted(discover_tasks().items()) if t.spec.language == 'triton'))")
+    for k in 0 1 2 3; do
+        group=$(echo $names | tr ' ' '\n' | awk -v k=$k 'NR % 4 == k' | paste -sd, -)
+        timeout 330 python3 benchmarks/task_suite.py --only "$group" --n 1 --observed 1 --fast-n 0 --no-unseen \
+            --budget-s 290 --out "$OUT/baselines_$k.json" > "$OUT/baselines_$k.log" 2>&1 &
+    done
+    wait
+    python3 benchmarks/task_suite.py --merge "$OUT"/baselines_[0-3].json --out "$OUT/baselines.json" > "$OUT/baselines.md" 2>&1
+    cat "$OUT/baselines.md" | head -40
     ;;
 baselines)
     timeout 250 python3 benchmarks/task_suite.py --n 1 --observed 1 --fast-n 0 --no-unseen --budget-s 240 --out "$OUT/baselines.json" > "$OUT/baselines.log" 2>&1
