@@ -27,7 +27,9 @@ The result is written as JSON to the request's ``result`` path. Stage failures a
 Timing runs in the same process as the candidate and can, in principle, be tampered with by it: the
 timer's functions are bound before the candidate is imported, and the parent sanity-checks results.
 """
+import contextlib
 import dataclasses
+import fcntl
 import gc
 import importlib.util
 import io
@@ -821,6 +823,40 @@ def _phase(name, since):
     return time.monotonic()
 
 
+@contextlib.contextmanager
+def gpu_turn(req):
+    """Hold the GPU's timing schedule (`Request.gpu_lock`, gpu_schedule.py) for the block: wait for the lock's
+    exclusive flock, at most `Request.gpu_wait_s`, then run the block (with the lock, or past the wait without it) and
+    let it go. Yields the record the result carries, ``{"held": bool, "waited_s": float}``; without a lock
+    file in the request, the block runs at once and the record is None."""
+    if not req.gpu_lock:
+        yield None
+        return
+    record, t, fd = {"held": False, "waited_s": 0.0}, time.monotonic(), None
+    try:
+        fd = os.open(req.gpu_lock, os.O_RDONLY | os.O_CLOEXEC)
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                record["held"] = True
+                break
+            except BlockingIOError:
+                if time.monotonic() - t > req.gpu_wait_s:
+                    break
+                time.sleep(0.001)
+    except OSError as exc:
+        record["error"] = str(exc)[:200]
+    record["waited_s"] = round(time.monotonic() - t, 4)
+    try:
+        yield record
+    finally:
+        if fd is not None:
+            try:  # released for every descriptor of this open file, a duplicate the candidate made included
+                fcntl.flock(fd, fcntl.LOCK_UN)
+            finally:
+                os.close(fd)
+
+
 def finish(req, state):
     """Import (and where the backend builds, load) the candidate and run the request's stages on the prepared state
     (see the module docstring). Modes: ``check`` (outputs on every config), ``compile`` (import and one config),
@@ -839,13 +875,22 @@ def finish(req, state):
         return
     t = _phase("import", t)
     if req.mode != "time":
-        res = check(req, fn, state.check_inputs, state.backend, state.warmup_inputs)
+        # An observed run holds the GPU's schedule while its calls run under the profiler; a checked run's calls need
+        # no turn (nothing is timed in them).
+        with gpu_turn(req) if req.observe else contextlib.nullcontext() as turn:
+            res = check(req, fn, state.check_inputs, state.backend, state.warmup_inputs)
+        if turn is not None:
+            res["gpu_turn"] = turn
         _write(req.result, res)
         t = _phase("check", t)
         if res["stage"] == "compile" or not all(c["ok"] for c in res["configs"]):
             return  # no timing for a kernel that already failed
     if state.timing is not None:
-        _write(req.time_result, run_timing(req, state, fn))
+        with gpu_turn(req) as turn:
+            timing = run_timing(req, state, fn)
+        if turn is not None:
+            timing["gpu_turn"] = turn
+        _write(req.time_result, timing)
         _phase("time", t)
 
 

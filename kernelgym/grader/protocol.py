@@ -113,7 +113,7 @@ class OutputSlot:
 
 #: The version of the request the trusted side writes and the harness reads; a request of another version (a
 #: worker started by another kernelgym) is refused, not half-read.
-PROTOCOL_VERSION = 1
+PROTOCOL_VERSION = 2
 
 
 @dataclass(frozen=True)
@@ -172,6 +172,11 @@ class Request:
     first, and flushes the trace after the last)."""
     results_directory: str | None = None
     """Where the result files go (default: `directory`)."""
+    gpu_lock: str | None = None
+    """The GPU's timing schedule (gpu_schedule.py): a file whose exclusive flock the harness holds while it times and,
+    in an observed run, while the checked calls run; None: no schedule."""
+    gpu_wait_s: float = 60.0
+    """The longest the harness waits for its turn on `gpu_lock`, s; then it goes on without it and says so."""
 
     # Derived paths: fixed names in the results directory, never taken from the request's JSON.
     def _out(self, name: str) -> str:
@@ -222,7 +227,7 @@ class Request:
                  "reps": int, "rounds": int, "input_sets": int, "flush_bytes": int, "tolerances": list,
                  "require_own_launch": bool, "dynamic_check": bool, "allowed_torch_ops": list,
                  "observe": bool, "observer_tool": str,
-                 "results_directory": (str, type(None))}
+                 "results_directory": (str, type(None)), "gpu_lock": (str, type(None)), "gpu_wait_s": (int, float)}
         for name, f in fields.items():
             if name not in obj:
                 if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
@@ -298,6 +303,8 @@ class CheckResult:
     ok: bool
     configs: list[ConfigRun]
     error: str | None = None
+    gpu_turn: "GpuTurn | None" = None
+    """An observed run's turn on the GPU's schedule (None: no schedule, or not an observed run)."""
 
 
 def parse_check_result(obj: Any, n_configs: int) -> CheckResult:
@@ -314,7 +321,7 @@ def parse_check_result(obj: Any, n_configs: int) -> CheckResult:
             runs.append(ConfigRun(False, "config result malformed"))
     error = obj.get("error")
     return CheckResult(obj["stage"], obj.get("ok") is True and obj["stage"] == "check", runs,
-                       None if error is None else _text(error))
+                       None if error is None else _text(error), parse_gpu_turn(obj.get("gpu_turn")))
 
 
 @dataclass
@@ -342,6 +349,28 @@ class TimeResult:
     configs: list[TimedRuns]
     error: str | None = None
     persisting_l2_reset: bool = False
+    gpu_turn: "GpuTurn | None" = None
+    """The timing's turn on the GPU's schedule (None: no schedule was asked for, or no record came back)."""
+
+
+@dataclass
+class GpuTurn:
+    """How a harness's timed (or observed) block took its turn on the GPU's schedule (harness.gpu_turn)."""
+
+    held: bool
+    """Whether it held the lock for the whole block (False: it waited `waited_s`, the limit, and went on)."""
+    waited_s: float
+    """How long it waited for its turn, s."""
+
+
+def parse_gpu_turn(obj: Any) -> GpuTurn | None:
+    """A `GpuTurn` from the harness's untrusted record, or None where it is absent or malformed."""
+    if not isinstance(obj, dict) or not isinstance(obj.get("held"), bool):
+        return None
+    waited = obj.get("waited_s")
+    if not isinstance(waited, (int, float)) or isinstance(waited, bool) or not 0 <= waited < 1e6:
+        return None
+    return GpuTurn(obj["held"], float(waited))
 
 
 def _floats(v: Any) -> list[float]:
@@ -375,7 +404,7 @@ def parse_time_result(obj: Any, n_configs: int) -> TimeResult:
                 c.get("output_addresses") if isinstance(c.get("output_addresses"), list) else []))
         except ProtocolError as e:
             runs.append(TimedRuns(False, f"timing result malformed: {e}"))
-    return TimeResult(True, runs, None, obj.get("persisting_l2_reset") is True)
+    return TimeResult(True, runs, None, obj.get("persisting_l2_reset") is True, parse_gpu_turn(obj.get("gpu_turn")))
 
 
 # -- loading ``file:function`` ---------------------------------------------------------------------------------

@@ -1,0 +1,106 @@
+"""The GPU's timing schedule (gpu_schedule.py, harness.gpu_turn): one exclusive flock per GPU, held by a harness while
+it times (or observes); turns of different processes never overlap, a turn waits at most its limit and then says it
+went on without the lock, and letting go releases the lock even where the candidate duplicated the descriptor."""
+import fcntl
+import os
+import time
+from types import SimpleNamespace
+
+import pytest
+
+from kernelgym.grader import gpu_schedule, harness
+from kernelgym.grader.protocol import GpuTurn, ProtocolError, parse_gpu_turn, parse_time_result
+
+
+def _req(lock, wait_s=30.0):
+    return SimpleNamespace(gpu_lock=str(lock) if lock else None, gpu_wait_s=wait_s)
+
+
+def test_the_lock_file_is_made_once_readable_and_named_safely(tmp_path):
+    path = gpu_schedule.lock_file("GPU-ab/c d", root=tmp_path)
+    assert path.parent == tmp_path / gpu_schedule.LOCK_DIR and path.name == "GPU-ab_c_d.lock"
+    assert path.stat().st_mode & 0o777 == 0o644
+    assert gpu_schedule.lock_file("GPU-ab/c d", root=tmp_path) == path
+
+
+def test_without_a_lock_file_the_block_runs_at_once_with_no_record():
+    with harness.gpu_turn(_req(None)) as turn:
+        assert turn is None
+
+
+def test_turns_of_several_processes_never_overlap(tmp_path):
+    lock = gpu_schedule.lock_file("0", root=tmp_path)
+    log = tmp_path / "turns"
+    pids = []
+    for i in range(3):
+        pid = os.fork()
+        if pid == 0:
+            code = 1
+            try:
+                with harness.gpu_turn(_req(lock)) as turn:
+                    start = time.monotonic()
+                    time.sleep(0.15)
+                    end = time.monotonic()
+                with open(log, "a") as f:
+                    f.write(f"{start} {end} {turn['held']}\n")
+                code = 0
+            finally:
+                os._exit(code)
+        pids.append(pid)
+    assert all(os.waitstatus_to_exitcode(os.waitpid(p, 0)[1]) == 0 for p in pids)
+    turns = sorted(tuple(line.split()) for line in log.read_text().splitlines())
+    assert len(turns) == 3 and all(t[2] == "True" for t in turns)
+    for (_, end, _), (start, _, _) in zip(turns, turns[1:]):
+        assert float(start) >= float(end), turns
+
+
+def test_a_turn_waits_for_the_holder_and_at_most_its_limit(tmp_path):
+    lock = gpu_schedule.lock_file("0", root=tmp_path)
+    holder = os.open(lock, os.O_RDONLY)
+    fcntl.flock(holder, fcntl.LOCK_EX)
+    try:
+        with harness.gpu_turn(_req(lock, wait_s=0.3)) as turn:
+            pass
+        assert turn["held"] is False and turn["waited_s"] >= 0.3
+    finally:
+        os.close(holder)
+    with harness.gpu_turn(_req(lock, wait_s=0.3)) as turn:
+        assert turn["held"] is True and turn["waited_s"] < 0.3
+
+
+def test_letting_go_releases_a_descriptor_the_candidate_duplicated(tmp_path):
+    lock = gpu_schedule.lock_file("0", root=tmp_path)
+    with harness.gpu_turn(_req(lock)) as turn:
+        assert turn["held"]
+        fds = [int(fd) for fd in os.listdir("/proc/self/fd")
+               if os.path.realpath(f"/proc/self/fd/{fd}") == str(lock.resolve())]
+        kept = os.dup(fds[0])  # what a candidate in the harness's process could do
+    try:
+        other = os.open(lock, os.O_RDONLY)
+        try:
+            fcntl.flock(other, fcntl.LOCK_EX | fcntl.LOCK_NB)  # raises BlockingIOError if the dup still held it
+        finally:
+            os.close(other)
+    finally:
+        os.close(kept)
+
+
+def test_the_turn_record_is_validated_at_the_boundary():
+    assert parse_gpu_turn({"held": True, "waited_s": 0.25}) == GpuTurn(True, 0.25)
+    for bad in (None, [], {"held": "yes", "waited_s": 0}, {"held": True, "waited_s": float("inf")},
+                {"held": True, "waited_s": -1}, {"held": True, "waited_s": True}):
+        assert parse_gpu_turn(bad) is None, bad
+    result = parse_time_result({"stage": "time", "configs": [], "gpu_turn": {"held": False, "waited_s": 60.0}}, 0)
+    assert result.gpu_turn == GpuTurn(False, 60.0)
+
+
+def test_a_request_refuses_a_lock_of_the_wrong_type(tmp_path):
+    from kernelgym.discovery import get_task
+    from kernelgym.grader import Grader
+    from kernelgym.grader.protocol import Request
+    from kernelgym.hardware import detect_profile
+    grader = Grader(get_task("triton-rmsnorm"), detect_profile(), tmp_path)
+    req = grader._request(grader.work_dir, 7, False).to_json()
+    assert Request.from_json({**req, "gpu_lock": "/x.lock", "gpu_wait_s": 5}).gpu_lock == "/x.lock"
+    with pytest.raises(ProtocolError, match="gpu_lock"):
+        Request.from_json({**req, "gpu_lock": 3})
