@@ -104,3 +104,10 @@ def test_a_request_refuses_a_lock_of_the_wrong_type(tmp_path):
     assert Request.from_json({**req, "gpu_lock": "/x.lock", "gpu_wait_s": 5}).gpu_lock == "/x.lock"
     with pytest.raises(ProtocolError, match="gpu_lock"):
         Request.from_json({**req, "gpu_lock": 3})
+
+
+def test_the_performance_stage_says_how_the_timing_took_its_turn():
+    from kernelgym.grader.gates import gpu_turn_message
+    assert "to itself (waited 0.25 s" in gpu_turn_message(GpuTurn(True, 0.25), "timed")
+    msg = gpu_turn_message(GpuTurn(False, 60.0), "timed")
+    assert "without a turn" in msg and "60.0 s" in msg and "gpu_wait_s" in msg

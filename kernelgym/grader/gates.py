@@ -117,7 +117,18 @@ def performance_gate(session: GradingSession, rows: list[dict], res: TimeResult 
                        f"candidate interleaved in {config.rounds} rounds, {config.warmup} warm-up + "
                        f"{config.reps} timed runs each, caches flushed before every run"
                        + ("" if res.persisting_l2_reset else "; persisting-L2 reset unavailable"))
+    if res.gpu_turn is not None:
+        messages.insert(1, gpu_turn_message(res.gpu_turn, "timed"))
     return Stage("performance", not flagged, messages), (None if flagged else speedups), True
+
+
+def gpu_turn_message(turn, what: str) -> str:
+    """What a harness's turn on the GPU's schedule (gpu_schedule.py) was, for a stage's messages: `what` (``timed``,
+    ``observed``) with the GPU to itself after waiting, or without it past the wait limit."""
+    if turn.held:
+        return f"GPU schedule: {what} with this GPU to itself (waited {turn.waited_s:.2f} s for its turn)"
+    return (f"GPU schedule: {what} without a turn: the lock was not free after {turn.waited_s:.1f} s "
+            f"(GraderConfig.gpu_wait_s), so other gradings' kernels may have run meanwhile")
 
 
 def above_peak(cfg: dict, row: dict, messages: list[str], hardware: HardwareProfile, roofline: Roofline | None) -> bool:
