@@ -32,12 +32,17 @@ def bench(kind, mean, ratio="nan", per=None, band=None):
 
 class Driver:
     """Feeds a tuner the measure's output per variant: `answer(content)` -> the measure command's output for the
-    kernel file written last."""
+    kernel file written last (`answer(content, cmd)` with `with_cmd`: the command too)."""
 
-    def __init__(self, policy, answer, prompt="You have 50 steps and 3600 s", size_classes=""):
-        self.policy, self.answer, self.size_classes = policy, answer, size_classes
+    def __init__(self, policy, answer, prompt="You have 50 steps and 3600 s", size_classes="", with_cmd=False):
+        self.policy, self.answer, self.size_classes, self.with_cmd = policy, answer, size_classes, with_cmd
         self.actions = []
         policy.reset({"output": "", "prompt": prompt}, {})
+
+    def shells(self, screen):
+        """The measure commands run, screening ones (`screen`) or full ones."""
+        return [a["cmd"] for a in self.actions if a["kind"] == "shell" and a["cmd"] != SIZE_CLASS_CMD
+                and ("--reps" in a["cmd"]) == screen]
 
     def run(self, source=TASK_KERNEL):
         current, obs = source, {"output": ""}
@@ -53,7 +58,7 @@ class Driver:
             elif a["cmd"] == SIZE_CLASS_CMD:
                 obs = {"output": self.size_classes}
             else:
-                obs = {"output": self.answer(current)}
+                obs = {"output": self.answer(current, a["cmd"]) if self.with_cmd else self.answer(current)}
 
 
 def test_never_submits_a_variant_its_measure_says_is_slower():
@@ -104,6 +109,8 @@ def test_model_mode_picks_the_rewrite_that_moves_fewer_bytes_and_skips_launch_on
     assert final == ONE_PASS
     writes = [a["content"] for a in d.actions if a["kind"] == "write_file"]
     assert all(re.search(r"^NUM_WARPS = 4", w, re.M) for w in writes if "ONE_PASS" not in w)  # warps not searched
+    # The model is deterministic and untimed: no screening there, every variant gets the full command (check.py).
+    assert d.shells(screen=False) and not d.shells(screen=True)
 
 
 def test_per_size_table_is_tuned_from_per_config_speedups():
@@ -299,7 +306,7 @@ def test_per_size_class_kernel_is_tried_where_the_classes_best_differ():
             block = find_launch_params(src).by_name()["BLOCK_SIZE"].value
             per = {512: [1.3, 1.0, 1.0], 2048: [1.0, 1.2, 1.2]}.get(block, [1.0, 1.0, 1.0])
         return bench("measured", sum(per) / 3, per=[(128, per[0]), (1024, per[1]), (4096, per[2])], band=(0.99, 1.01))
-    p = load_policy("tuner", rewrites=[], verbose=False)
+    p = load_policy("tuner", rewrites=[], verbose=False, ranked=False)
     final = Driver(p, answer, prompt="You have 200 steps and 3600 s", size_classes=classes).run(softmax)
     assert "_TUNER_BY_SIZE_CLASS = {512: (512,), 4096: (2048,)}" in final
     assert "BLOCK_SIZE, = _TUNER_BY_SIZE_CLASS.get(_tuner_size_class(x), _TUNER_DEFAULT)" in final
@@ -320,11 +327,15 @@ def test_dispatch_by_size_class_makes_the_wrapper_choose_per_call():
         dispatch_by_size_class(source("matmul"), "nope", ["BLOCK_M"], {}, (64,))
 
 
-def test_stays_within_the_time_budget(monkeypatch):
-    p = load_policy("tuner", rewrites=[], verbose=False, time_budget_s=100)
+def fake_clock(monkeypatch, policy):
     clock = [0.0]
-    policy_module = sys.modules[type(p).__module__]
-    monkeypatch.setattr(policy_module, "time", types.SimpleNamespace(monotonic=lambda: clock[0]))
+    monkeypatch.setattr(sys.modules[type(policy).__module__], "time", types.SimpleNamespace(monotonic=lambda: clock[0]))
+    return clock
+
+
+def test_stays_within_the_time_budget_without_screening(monkeypatch):
+    p = load_policy("tuner", rewrites=[], verbose=False, time_budget_s=100, screen_cmd="")
+    clock = fake_clock(monkeypatch, p)
 
     def answer(src):
         clock[0] += 30.0  # each measure takes 30 s
@@ -336,6 +347,146 @@ def test_stays_within_the_time_budget(monkeypatch):
     limits = [int(a["cmd"].split()[1]) for a in d.actions if a["kind"] == "shell"]
     assert limits == [95, 65]  # the original at 0 s, one variant at 30 s; at 60 s two more measures would not fit
     assert all(a["cmd"].endswith(" python bench.py --check") for a in d.actions if a["kind"] == "shell")
+
+
+def test_screening_reaches_variants_where_the_old_rule_tried_none(monkeypatch):
+    """On the H200 (12 tasks at once, 120 s each) 19 tasks stopped right after the original's measure (about 40 s):
+    40 + 2 x 40 + 5 > 120. A screen costs less than a full measure, and only the best needs the full one."""
+    p = load_policy("tuner", rewrites=[], verbose=False, time_budget_s=120)
+    clock = fake_clock(monkeypatch, p)
+    softmax = source("softmax")
+
+    def answer(src, cmd):
+        clock[0] += 12.0 if "--reps" in cmd else 40.0  # a screen 12 s, a full measure (check.py + bench) 40 s
+        fast = "BLOCK_SIZE = 4096" in src and "NUM_WARPS = 16" in src  # the first ranked candidate
+        return bench("measured", 1.0 if src == softmax else 1.2 if fast else 0.98, band=(0.99, 1.01))
+    d = Driver(p, answer, prompt="You have 200 steps and 3600 s", with_cmd=True)
+    final = d.run(softmax)
+    screens, fulls = d.shells(screen=True), d.shells(screen=False)
+    # The original in full (0-40 s); screens while a screen, the winner's full measure and 5 s still fit: at 40 s
+    # (a first screen guessed at half the full one: 40 + 20 + 40 + 5 <= 120) and at 52 s; at 64 s 64 + 12 + 40 + 5
+    # would not; then the one finalist in full (64-104 s).
+    assert len(screens) == 2 and len(fulls) == 2 and clock[0] == 104 <= 120
+    assert all("bench.py --warmup 2 --reps 12 --rounds 2" in c and "--check" not in c for c in screens)
+    assert "BLOCK_SIZE = 4096" in final and "NUM_WARPS = 16" in final
+    assert re.search(r"time budget reached: the ranked candidates stopped at 64 s of 120 s \(a screening measure "
+                     r"takes about 12 s, a full one about 40 s", p.summary)
+    assert "search time 104 s of 120 s: 2 full measure(s), 2 screening measure(s)" in p.summary
+    assert "(screening, 12 s)" in p.summary and "(full measure, 40 s)" in p.summary
+
+
+def test_only_finalists_get_the_full_measure_and_the_first_that_passes_is_submitted():
+    """Screens rank; the full measure (check.py, then bench) decides. The 2 best screened variants above the bar are
+    measured in full; the first whose full measure lies beyond the bar is submitted; a faster second finalist only
+    with one more full measure confirming it."""
+    softmax = source("softmax")
+    screen = {(4096, 16): 1.30, (4096, 8): 1.25, (2048, 8): 1.20, (2048, 4): 1.02}
+    full = {(4096, 16): 1.00, (4096, 8): 1.22}  # the top screen does not hold up; the second does
+
+    def answer(src, cmd):
+        if src == softmax:
+            return bench("measured", 1.0, band=(0.98, 1.02))
+        found = find_launch_params(src).by_name()
+        key = (found["BLOCK_SIZE"].value, found["NUM_WARPS"].value, found["softmax_kernel.num_stages"].value)
+        return bench("measured", (screen if "--reps" in cmd else full).get(key[:2] if key[2] is None else key, 0.9),
+                     band=(0.99, 1.01))
+    p = load_policy("tuner", rewrites=[], verbose=False)
+    d = Driver(p, answer, prompt="You have 200 steps and 3600 s", with_cmd=True)
+    final = d.run(softmax)
+    found = find_launch_params(final).by_name()
+    assert (found["BLOCK_SIZE"].value, found["NUM_WARPS"].value) == (4096, 8)
+    assert len(d.shells(screen=False)) == 1 + 2  # the original, then the two finalists; no other full measure
+    assert len(d.shells(screen=True)) >= 4  # every ranked candidate was screened
+    assert [e["variant"] for e in p.log if e["measure"] == "full"] == [
+        "original", "original with BLOCK_SIZE=4096, NUM_WARPS=16 (full measure)",
+        "original with BLOCK_SIZE=4096, NUM_WARPS=8 (full measure)"]
+    assert "confirmed: original with BLOCK_SIZE=4096, NUM_WARPS=8 screened beyond the bar and a full measure gave " \
+           "1.2200x" in p.summary
+    # No full measure holds: the original, saying why.
+    full.clear()
+    p = load_policy("tuner", rewrites=[], verbose=False)
+    assert Driver(p, answer, prompt="You have 200 steps and 3600 s", with_cmd=True).run(softmax) == softmax
+    assert "no finalist's full measure lay beyond the original's noise band (1.0200x)" in p.summary
+
+
+def test_a_failed_screen_is_never_a_finalist():
+    # A variant whose screen lost a config (a timed run differed from the original's output) is not measured in full.
+    softmax = source("softmax")
+
+    def answer(src, cmd):
+        if src == softmax:
+            return bench("measured", 1.0)
+        out = bench("measured", 1.5 if "NUM_WARPS = 16" in src else 0.9)
+        if "--reps" in cmd and "NUM_WARPS = 16" in src:
+            out = out.replace("configs=3", "configs=2") + "config 2 {'rows': 4}: WRONG in a timed run: differs\n"
+        return out
+    p = load_policy("tuner", rewrites=[], verbose=False)
+    d = Driver(p, answer, prompt="You have 200 steps and 3600 s", with_cmd=True)
+    assert d.run(softmax) == softmax
+    assert [e["variant"] for e in p.log if e["measure"] == "full"] == ["original"]
+    failed = [e["correct"] for e in p.log if "NUM_WARPS=16" in e["variant"]]
+    assert failed and not any(failed)
+    assert "Submitted: the original kernel, unchanged (the best variant by its screening measure" in p.summary
+
+
+def test_parse_screen_counts_configs_and_wrong_runs():
+    from kernelgym.policies.tuner.measure import parse_screen
+    ok = bench("measured", 1.1, per=[(128, 1.1), (1024, 1.1), (2048, 1.1)]).replace(CHECK_OK, "")
+    m = parse_screen(ok, 3)
+    assert m.correct and m.screen and m.score == pytest.approx(1.1) and len(m.per_config) == 3
+    assert not parse_screen(ok, 5).correct  # fewer configs timed than asked for
+    assert not parse_screen(ok + "config 1 {'rows': 4}: error: RuntimeError: boom\n", 3).correct
+    assert not parse_screen("Traceback ...", 3).correct
+    assert "screening measure (fewer runs, no check.py) 1.1000x" in m.describe()
+
+
+def test_ranked_candidates_put_scaled_blocks_and_dot_tiles_first():
+    from kernelgym.policies.tuner.launch_params import ranked_candidates
+    softmax = source("softmax")
+    first = [v for v, _ in ranked_candidates(softmax, find_launch_params(softmax))]
+    # 4x and 2x the block, each with the warps that give a thread 8 and then 16 elements.
+    assert first == [{"BLOCK_SIZE": 4096, "NUM_WARPS": 16}, {"BLOCK_SIZE": 4096, "NUM_WARPS": 8},
+                     {"BLOCK_SIZE": 2048, "NUM_WARPS": 8}, {"BLOCK_SIZE": 2048, "NUM_WARPS": 4}]
+    matmul = source("matmul")
+    tiles = [v for v, _ in ranked_candidates(matmul, find_launch_params(matmul))]
+    assert tiles[0] == {"BLOCK_M": 128, "BLOCK_N": 256, "BLOCK_K": 64, "NUM_WARPS": 8, "matmul_kernel.num_stages": 3}
+    assert all(set_params(matmul, t) != matmul for t in tiles)
+    # Nothing to scale (the block is computed in the wrapper): no ranked candidates, the one-at-a-time search only.
+    topk = source("topk-softmax")
+    assert ranked_candidates(topk, find_launch_params(topk)) == []
+
+
+def test_the_gpu_search_measures_the_ranked_candidates_first():
+    softmax = source("softmax")
+    p = load_policy("tuner", rewrites=[], verbose=False)
+    d = Driver(p, lambda src: bench("measured", 1.0))
+    d.run(softmax)
+    written = [(find_launch_params(a["content"]).by_name()["BLOCK_SIZE"].value,
+                find_launch_params(a["content"]).by_name()["NUM_WARPS"].value)
+               for a in d.actions if a["kind"] == "write_file"][:4]
+    assert written == [(4096, 16), (4096, 8), (2048, 8), (2048, 4)]
+
+
+def test_the_rmsnorm_rewrite_tunes_its_tables_one_after_another():
+    # Each table's value for every size, then each size's best; the next table starts from that best.
+    p = load_policy("tuner", verbose=False, tune_within=0.0)
+    best_rows = {128: 8, 1024: 2, 2048: 1}
+
+    def table(src, name):
+        m = re.search(rf"^{name} = \{{(.*)\}}", src, re.M).group(1)
+        return {int(k): int(v) for k, v in (kv.split(":") for kv in m.split(",") if kv.strip())}
+
+    def answer(src):
+        if "ONE_PASS" not in src:
+            return bench("measured", 1.0, per=[(128, 1.0), (1024, 1.0), (2048, 1.0)])
+        rows = table(src, "ROWS_BY_BLOCK")
+        per = [(h, 1.1 + (0.1 if rows.get(h, 1) == best_rows[h] else 0.0)) for h in (128, 1024, 2048)]
+        return bench("measured", sum(s for _, s in per) / 3, per=per)
+    final = Driver(p, answer, prompt="You have 200 steps and 3600 s").run()
+    assert table(final, "ROWS_BY_BLOCK") == {128: 8, 1024: 2, 2048: 1}
+    rows_tried = [e["variant"] for e in p.log if "ROWS_BY_BLOCK = " in e["variant"] and "every size" in e["variant"]]
+    # 1 is what the empty table means (the rewrite's own measure stands for it): not measured again.
+    assert rows_tried == [f"rewrite 'rmsnorm one pass per row' with ROWS_BY_BLOCK = {v} for every size" for v in (2, 4, 8)]
 
 
 def test_the_suite_benchmark_judges_against_the_baselines_noise():
@@ -355,6 +506,15 @@ def test_the_suite_benchmark_judges_against_the_baselines_noise():
     md = suite.summary_markdown({"machine": "m", "date": "d", "wall_s": 1, "main_job": None,
                                  "tasks": [slower, within, untimed]})
     assert "slower than the baseline beyond its noise: ['t']" in md and "| v | untimed (CPU interpreter) |" in md
+    # Where the time went: the tuner's screens and full measures, counted with their mean seconds, and its stops.
+    log = [{"measure": "full", "seconds": 40.0}, {"measure": "screen", "seconds": 10.0},
+           {"measure": "screen", "seconds": 14.0}, {"measure": "full", "seconds": 30.0}]
+    counts = suite.measure_counts(log)
+    assert counts == {"screens": 2, "screen_mean_s": 12.0, "full": 2, "full_mean_s": 35.0}
+    row = suite.judge({"task": "w", "tuner": {"speedup": 1.2}, "baseline": base, **counts,
+                       "stopped": ["time budget reached: the ranked candidates stopped at 64 s of 120 s (...)"]})
+    md = suite.summary_markdown({"machine": "m", "date": "d", "wall_s": 1, "main_job": None, "tasks": [row]})
+    assert "| 2 (12.0) / 2 (35.0) | time budget reached: the ranked candidates |" in md
 
 
 def test_a_second_pass_follows_what_the_first_changed():
@@ -364,11 +524,11 @@ def test_a_second_pass_follows_what_the_first_changed():
     def answer(src):
         found = find_launch_params(src).by_name()
         return bench("measured", scores.get((found["BLOCK_SIZE"].value, found["NUM_WARPS"].value), 1.0))
-    p = load_policy("tuner", rewrites=[], verbose=False)
+    p = load_policy("tuner", rewrites=[], verbose=False, ranked=False)
     final = Driver(p, answer, prompt="You have 200 steps and 3600 s").run(source("softmax"))
     found = find_launch_params(final).by_name()
     assert (found["BLOCK_SIZE"].value, found["NUM_WARPS"].value) == (4096, 8)
-    p = load_policy("tuner", rewrites=[], verbose=False, passes=1)
+    p = load_policy("tuner", rewrites=[], verbose=False, passes=1, ranked=False)
     final = Driver(p, answer, prompt="You have 200 steps and 3600 s").run(source("softmax"))
     found = find_launch_params(final).by_name()
     assert (found["BLOCK_SIZE"].value, found["NUM_WARPS"].value) == (2048, 8)

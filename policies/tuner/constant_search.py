@@ -1,6 +1,6 @@
 """The tuner's search over named module constants (config ``params``) and over a rewrite's per-size table.
 
-Both are generators of env actions driven by a `TunerPolicy` (its `_measure`, `_affordable`, `_better` and `_stop`):
+Both are generators of env actions driven by a `TunerPolicy` (its `_trial`, `_can_try`, `_better` and `_stop`):
 they yield actions, receive observations and return the `Tried` variants they measured.
 """
 from __future__ import annotations
@@ -54,36 +54,45 @@ def tune_constants(policy, name: str, source: str, m0: Measure, model: bool):
         t = item if joint else {**chosen, item[0]: item[1]}
         if not joint and t[item[0]] == chosen[item[0]]:
             continue
-        if not policy._affordable(2):
+        if not policy._can_try():
             policy._stop("the constant search")
             break
         src = source
         for k, v in t.items():
             src = set_constant(src, k, v)
         label = f"{name} with " + ", ".join(f"{k}={v}" for k, v in t.items())
-        m = yield from policy._measure(src, label)
+        m = yield from policy._trial(src, label)
         found.append(Tried(label, src, t, m, name))
         if policy._better(m, best_m):
             best_m, chosen = m, t
     return found
 
 
-def tune_table(policy, name: str, source: str, table: dict, m0: Measure):
+def tune_table(policy, name: str, source: str, table: dict, m0: Measure, values: dict | None = None):
     """A rewrite's per-size table: per size (next power of two of the config's `table['field']`), the value
-    with the best per-config speedup, from one measure per value on every size. Returns [Tried]."""
+    with the best per-config speedup, from one measure per value on every size. `table['default']`, where given,
+    is the value an empty table means: `m0` (the measure of `source`, whose table is empty) stands for it, so it is
+    not measured again. `values`: the launch values `source` already carries (kept in each variant's). Returns
+    [Tried]."""
+    values = dict(values or {})
     keys = {i: next_pow2(c.get(table["field"], 1)) for i, (c, _) in m0.per_config.items()}
     results, found = {}, []
+    default = table.get("default")
+    if default is not None and m0.correct and m0.per_config:
+        results[default] = m0
     for v in table["values"]:
-        if not policy._affordable(2):
-            policy._stop("the per-size table search")
+        if v == default:
+            continue
+        if not policy._can_try():
+            policy._stop(f"the per-size table search ({table['name']})")
             return found
         src = set_table(source, table["name"], {k: v for k in set(keys.values())})
         label = f"{name} with {table['name']} = {v} for every size"
-        m = yield from policy._measure(src, label)
-        found.append(Tried(label, src, {table["name"]: v}, m, name))
+        m = yield from policy._trial(src, label)
+        found.append(Tried(label, src, {**values, table["name"]: v}, m, name))
         if m.correct and m.per_config:
             results[v] = m
-    if len(results) < 2 or not policy._affordable(2):
+    if len(results) < 2 or not policy._can_try():
         return found
     choice = {}
     for k in sorted(set(keys.values())):
@@ -92,6 +101,6 @@ def tune_table(policy, name: str, source: str, table: dict, m0: Measure):
     if len(set(choice.values())) > 1:
         src = set_table(source, table["name"], choice)
         label = f"{name} with {table['name']} = {choice} (best per size)"
-        m = yield from policy._measure(src, label)
-        found.append(Tried(label, src, {table["name"]: str(choice)}, m, name))
+        m = yield from policy._trial(src, label)
+        found.append(Tried(label, src, {**values, table["name"]: str(choice)}, m, name))
     return found

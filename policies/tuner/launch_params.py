@@ -32,6 +32,17 @@ WARPS = (1, 2, 4, 8, 16)
 STAGES = (1, 2, 3, 4)
 #: The compiler's num_stages where a launch passes none (Triton's NVIDIA default), not retried as a candidate.
 DEFAULT_STAGES = 3
+#: Elements per thread the joint block-and-warps candidates aim at (`ranked_candidates`): 8 and 16 elements fill a
+#: thread's 16- and 32-byte vector loads of a 16-bit type; fewer leave the loads narrow, more raise register use.
+ELEMS_PER_THREAD = (8, 16)
+#: Tile configurations for kernels that call tl.dot, as (BLOCK_M, BLOCK_N, BLOCK_K, num_warps, num_stages), best
+#: known first: the CUDA configurations of Triton's matmul tutorial (tutorials/03-matrix-multiplication.py), whose
+#: larger tiles and deeper pipelines suit Hopper's shared memory better than the tasks' 64 x 64 x 32 in 4 warps.
+DOT_TILES = ((128, 256, 64, 8, 3), (128, 128, 64, 8, 3), (128, 128, 32, 4, 4), (64, 256, 32, 4, 4),
+             (128, 64, 32, 4, 4), (64, 128, 32, 4, 4))
+#: For a dot kernel with BLOCK_M and BLOCK_N but no BLOCK_K (attention: the K loop is the sequence, the head
+#: dimension is whole): (BLOCK_M, BLOCK_N, num_warps, num_stages), from Triton's fused-attention tutorial's configs.
+DOT_TILES_MN = ((128, 64, 8, 3), (128, 64, 4, 3), (128, 128, 8, 3), (64, 64, 4, 4), (128, 32, 4, 4))
 
 
 class UnparsableKernel(ValueError):
@@ -235,6 +246,76 @@ def find_launch_params(source: str) -> LaunchParams:
             out.used_elsewhere.add(name)
     if not out.params:
         raise UnparsableKernel("no tunable launch parameter: " + ("; ".join(out.notes) or "the launches pass none"))
+    return out
+
+
+def _calls_dot(source: str, kernel: str) -> bool:
+    tree = ast.parse(source)
+    fn = next((n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef) and n.name == kernel), None)
+    return fn is not None and any(isinstance(n, ast.Attribute) and n.attr == "dot" for n in ast.walk(fn))
+
+
+def ranked_candidates(source: str, lp: LaunchParams) -> list[tuple[dict[str, int], str]]:
+    """Joint candidates, most promising first, each (values, why), to measure before the one-at-a-time search.
+
+    - A kernel calling ``tl.dot`` whose block sizes are named ``*_M``, ``*_N`` (and ``*_K``): the tile
+      configurations `DOT_TILES` (`DOT_TILES_MN` without a K block), with their warps and stages.
+    - Any other kernel: per block size, 4x and 2x the block with num_warps set so that each thread holds
+      `ELEMS_PER_THREAD` elements (the warps scaled with the block: a bigger block in the same warps makes each
+      thread's loads wider, in more warps keeps them as they are); a block alone where no warps are tunable.
+
+    The tasks' baselines are small blocks in 4 warps with the compiler's stages, so larger tiles are where the gain
+    usually lies; the one-at-a-time search afterwards goes on from the best of these. Values outside the block range
+    or above 16 warps are left out; so is a candidate equal to the current values.
+    """
+    by = lp.by_name()
+    current = {p.name: p.value for p in lp.params}
+    out: list[tuple[dict[str, int], str]] = []
+
+    def add(values: dict[str, int], why: str) -> None:
+        values = {k: v for k, v in values.items() if k in by}
+        if values and any(current[k] != v for k, v in values.items()) and values not in [o[0] for o in out]:
+            out.append((values, why))
+
+    for kernel in dict.fromkeys(p.kernel for p in lp.params):
+        mine = [p for p in lp.params if p.kernel == kernel]
+        blocks = [p for p in mine if p.kind == "block"]
+        warps = next((p for p in mine if p.kind == "num_warps"), None)
+        stages = next((p for p in mine if p.kind == "num_stages"), None)
+
+        def named(suffix):
+            return next((p for p in blocks if p.keyword.upper().endswith(suffix)), None)
+        bm, bn, bk = named("_M"), named("_N"), named("_K")
+        if _calls_dot(source, kernel) and bm and bn:
+            lo, hi = BLOCK_RANGE
+            for tile in (DOT_TILES if bk else DOT_TILES_MN):
+                m, n, *rest = tile
+                k, w, st = rest if bk else (None, *rest)
+                values = {bm.name: m, bn.name: n}
+                if bk:
+                    values[bk.name] = k
+                if warps:
+                    values[warps.name] = w
+                if stages:
+                    values[stages.name] = st
+                add(values, f"{kernel}: a known-good tl.dot tile ({', '.join(f'{x}={y}' for x, y in values.items())})")
+            continue
+        tile = 1
+        for block in blocks:  # a program's elements: the product of its block sizes (a 2-D tile has two)
+            tile *= block.value
+        for factor in (4, 2):
+            for block in blocks:
+                size = block.value * factor
+                if not BLOCK_RANGE[0] <= size <= BLOCK_RANGE[1]:
+                    continue
+                if warps is None or warps.value is None:
+                    add({block.name: size}, f"{kernel}: {factor}x the block")
+                    continue
+                elems = tile * factor
+                for per_thread in ELEMS_PER_THREAD:
+                    w = max(1, min(WARPS[-1], elems // (32 * per_thread)))
+                    add({block.name: size, warps.name: w},
+                        f"{kernel}: {factor}x the block, {w} warps ({elems // (32 * w)} elements per thread)")
     return out
 
 

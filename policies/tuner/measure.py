@@ -4,6 +4,12 @@ The score is bench's ``speedup_mean`` (the mean over the seen configs of the per
 original kernel: what the grade pays), its ``kind`` "measured" (GPU, the grader's timing) or "model" (CPU
 interpreter: bytes counted, time estimated, nothing timed); where no ``BENCH`` line is printed (a custom command
 without bench), the check's ``time_ms`` (kind "check", score 1 / time).
+
+A *screening* measure (`parse_screen`) is bench alone with fewer runs (the tuner's ``screen_cmd``): no check.py, so
+it counts as correct where bench timed every config it was asked for and none of its checked timed runs differed
+from the original's output (bench compares one drawn run per block with the original's, at twice the tolerance).
+It ranks candidates; only a full measure (``check_cmd``: check.py on every seen config, then bench) can make a
+variant the one submitted.
 """
 from __future__ import annotations
 
@@ -33,11 +39,19 @@ class Measure:
     bytes_ratio: float = math.nan
     band: tuple[float, float] = (math.nan, math.nan)
     per_config: dict[int, tuple[dict, float]] = field(default_factory=dict)
+    screen: bool = False
+    """A screening measure (bench alone, fewer runs): it ranks candidates, it never qualifies one for submission."""
+    seconds: float = math.nan
+    """Wall time of the measure command, as the tuner saw it (its budget is spent in these)."""
 
     def describe(self) -> str:
         """One phrase: correct or not, and the measure with its kind said (a model is labelled a model)."""
         if not self.correct:
-            return "WRONG or failed (not kept)"
+            return ("WRONG or failed (not kept)" if not self.screen else
+                    "failed its screening (a config not timed, or a checked run differed; not kept)")
+        if self.screen:
+            return (f"screening measure (fewer runs, no check.py) {self.score:.4f}x "
+                    f"(band {self.band[0]:.3f}..{self.band[1]:.3f})")
         if self.kind == "model":
             return (f"correct; MODEL estimate (bench.py's roofline model, not a measurement): speedup "
                     f"{self.score:.4f}x, bytes moved x{self.bytes_ratio:.3f} of the original")
@@ -77,6 +91,20 @@ def parse_measure(output: str) -> Measure:
         usable = ok and int(n) > 0 and not math.isnan(score)
         return Measure(usable, kind, score if usable else math.nan, float(ratio), (float(lo), float(hi)), per)
     return Measure(ok, "check", 1.0 / t if ok and t > 0 else math.nan)
+
+
+def parse_screen(output: str, n_configs: int | None) -> Measure:
+    """A screening measure (bench alone) as a `Measure` with ``screen`` set: correct where bench printed its summary
+    for `n_configs` configs (None: any number above 0) and no config line says WRONG or error."""
+    found = BENCH_LINE.findall(output)
+    if not found:
+        return Measure(False, "measured", math.nan, screen=True)
+    kind, mean, _, lo, hi, ratio, n = found[-1]
+    per = {int(i): (_literal(c), float(s)) for i, c, s in CONFIG_LINE.findall(output)}
+    failed = re.search(r"^config \d+ .*?: (WRONG|error)", output, re.M) is not None
+    score = float(mean)
+    usable = (not failed and int(n) > 0 and (n_configs is None or int(n) == n_configs) and not math.isnan(score))
+    return Measure(usable, kind, score if usable else math.nan, float(ratio), (float(lo), float(hi)), per, screen=True)
 
 
 def parse_size_classes(output: str) -> tuple[str | None, dict[int, int]]:
