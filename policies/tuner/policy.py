@@ -436,7 +436,9 @@ class TunerPolicy:
             lines.append(f"  - search time {elapsed:.0f} s" + (f" of {self._time_budget_s:.0f} s" if self._time_budget_s
                                                                    else "")
                          + f": {len(self._full_s)} full measure(s)" + (f", {len(self._screen_s)} screening measure(s)"
-                                                                       if self._screening else ""))
+                                                                       if self._screening else "")
+                         + ("" if any("budget reached" in n for n in self.notes) else
+                            "; the search ran to its end (no budget stopped it)"))
         lines += [f"  - {n}" for n in dict.fromkeys(self.notes)]
         if final.label == "original":
             lines.append(f"Submitted: the original kernel, unchanged ({why}).")
