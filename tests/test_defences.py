@@ -69,6 +69,8 @@ def test_entries_are_well_formed_and_names_unique():
         for field in ("blocks", "rationale", "lives_in", "attack_test"):
             assert getattr(d, field).strip(), f"{WHERE}: defence {d.name!r} has an empty {field}"
         assert d.runs_on in ("ci", "gpu"), f"{WHERE}: defence {d.name!r}: runs_on {d.runs_on!r} is not 'ci' or 'gpu'"
+        assert d.acts_on in registry.SCOPES, (
+            f"{WHERE}: defence {d.name!r}: acts_on {d.acts_on!r} is none of SCOPES ({', '.join(registry.SCOPES)})")
         if d.runs_on == "ci":
             assert re.fullmatch(r"tests/attacks/[a-z][a-z0-9_]*\.py", d.attack_test), (
                 f"{WHERE}: defence {d.name!r}: attack_test {d.attack_test!r} is not tests/attacks/<attack>.py")
@@ -153,3 +155,11 @@ def test_the_threat_models_rows_are_generated_from_the_registry():
     stale = [line for line, new in zip(text.splitlines(), rendered.splitlines()) if line != new]
     assert not stale, (f"docs/THREAT_MODEL.md's rows differ from {WHERE} ({len(stale)} rows, first: {stale[0][:160]}); "
                        "run `python kernelgym/grader/defences.py docs/THREAT_MODEL.md`")
+
+
+def test_the_threat_model_has_a_row_per_scope():
+    text = THREAT_MODEL.read_text()
+    missing = [s for s in registry.SCOPES if f"| **{s}** |" not in text]
+    assert not missing, (f"docs/THREAT_MODEL.md: no row for the scopes {missing} in its table of scopes; add "
+                         f"`| **<scope>** |` and run `python kernelgym/grader/defences.py docs/THREAT_MODEL.md`")
+    assert set(registry.IN_A_GRADE) <= set(registry.SCOPES)

@@ -121,8 +121,11 @@ class Grade:
     outcome: str = ""
     """The grading's one typed outcome, a key of `outcome.OUTCOMES` (decided by `outcome.decide`)."""
     checks: dict[str, str] = field(default_factory=dict)
-    """Which provenance checks ran on this grading and how they ended: ``static_check``, ``launch_counter``,
-    ``observer`` and ``speedup_cross_check``, each ``passed``, ``failed``, or why it did not run."""
+    """What ran on this grading and how it ended: six summary keys (``static_check``, ``dynamic_check``,
+    ``launch_counter``, ``observer``, ``speedup_cross_check``: ``passed``, ``failed``, ``off`` or why it did not run;
+    ``disk``: what the grading directory held), then every defence that acts on a grading (defences.py,
+    `IN_A_GRADE`) by name: ``passed``, ``failed: <why>``, ``in force``, ``off: <why>`` or ``not run: <why>``
+    (checks.py decides each)."""
 
     @property
     def compiled(self) -> bool:

@@ -28,13 +28,14 @@ from pathlib import Path
 from kernelgym.backends import BACKENDS_DIR, backend_path, get_backend
 from kernelgym.errors import TaskSpecError
 from kernelgym.grader import build as builds
+from kernelgym.grader import checks as grade_checks
 from kernelgym.grader import outcome
 from kernelgym.grader.files import (MAX_EDITABLE_BYTES, copy_candidate, copy_editable, prune_grading_dir, remove_tree,
                                     tree_usage)
 from kernelgym.grader.gates import PEAK_KEY, compile_gate, correctness_gate, performance_gate  # noqa: F401 - PEAK_KEY re-exported
 from kernelgym.grader.grade import NOT_MEASURED_ON_INTERPRETER, Grade, GraderConfig, Stage  # noqa: F401 - re-exported
 from kernelgym.grader.observing import BUILD_DIR, MAX_TRACE_BYTES, Observing, _ObservedRun  # noqa: F401 - re-exported
-from kernelgym.grader.preparing import Preparing, _draw, _Spare
+from kernelgym.grader.preparing import Preparing, _Spare
 from kernelgym.grader.protocol import CheckResult, OutputSlot, Request, TimeResult, parse_check_result, parse_time_result
 from kernelgym.grader.runner import FreshRunner, WarmRunner
 from kernelgym.grader.score import arena_score
@@ -134,12 +135,13 @@ class Grader(Preparing, Observing):
         """
         start = time.monotonic()
         session = self.session = self._session_for(seed)
-        problems = copy_editable(self.task, Path(workspace).resolve(), session.gdir)
+        copied = copy_editable(self.task, Path(workspace).resolve(), session.gdir)  # problems copying, if any
         # Read before any candidate code runs: afterwards the files may be links to anything (/proc/self/mem).
-        raw = {} if problems else self._editable_bytes(session.gdir)
+        raw = {} if copied else self._editable_bytes(session.gdir)
         sources = {rel: data.decode(errors="replace") for rel, data in raw.items()}
-        static = self.static_check(raw) if self._static_check_on and raw else StaticCheck()
-        problems = [*problems, *static.compile_problems]  # unreadable sources, or no verdict: compile fails
+        static_ran = self._static_check_on and bool(raw)
+        static = self.static_check(raw) if static_ran else StaticCheck()
+        problems = [*copied, *static.compile_problems]  # unreadable sources, or no verdict: compile fails
         provenance = static.findings
         session.launch_notes = [n for text in sources.values() for n in unsupported_launch_options(text, self.hardware)]
         phases = {"copy_and_static_check": time.monotonic() - start}
@@ -152,21 +154,16 @@ class Grader(Preparing, Observing):
         phases["harness"] = harness_done - ran
         if session.prepare_wait_s is not None:
             phases["harness_prepare_wait"] = session.prepare_wait_s
-        checks = self._checks_planned(provenance or static.compile_problems)
+        checks = grade_checks.planned(self, provenance or static.compile_problems, static_ran)
         # Bytes and entries in one walk: 300,000 empty files take a few MiB and every inode of the host's disk.
         used = tree_usage(session.gdir, self.config.grading_dir_cap_bytes, self.config.grading_dir_cap_files)
-        checks["disk"] = (f"failed: the candidate's process filled its grading directory past the cap of "
-                          f"{self.config.grading_dir_cap_bytes / 2**30:g} GiB"
-                          if used.bytes > self.config.grading_dir_cap_bytes else
-                          f"failed: the candidate's process left more than {self.config.grading_dir_cap_files} files "
-                          f"and directories in its grading directory (GraderConfig.grading_dir_cap_files)"
-                          if used.entries > self.config.grading_dir_cap_files else
-                          f"{used.entries} files and directories, {used.bytes / 2**20:.1f} MiB in the grading directory")
+        checks["disk"] = grade_checks.disk_check(used, self.config)
         compile_stage = compile_gate(problems, check, session, provenance)
         correct_stage, rows = Stage("correctness", None), [{"config": c} for c in self.configs]
-        perf_stage, speedups = Stage("performance", None), None
+        perf_stage, speedups, compared_ok, timed_ok = Stage("performance", None), None, None, None
         if compile_stage.passed:
             correct_stage, rows = correctness_gate(session, check, self.configs, provenance, self.provenance_note())
+            compared_ok = correct_stage.passed
             # The harness ran it whatever the static check found: both verdicts are reported.
             if checks["dynamic_check"] == "pending" and check.configs:
                 checks["dynamic_check"] = ("failed" if any(c.dynamic_check_failed for c in check.configs)
@@ -194,6 +191,10 @@ class Grader(Preparing, Observing):
         for name, state in checks.items():
             if state == "pending":
                 checks[name] = "not run: an earlier gate failed"
+        checks = grade_checks.grade_checks(
+            self, session, copy_problems=copied,
+            static=static if static_ran else None, check=check, compared_ok=compared_ok, timed=timed,
+            timed_ok=timed_ok, stages=[compile_stage, correct_stage, perf_stage], rows=rows, summary=checks, used=used)
         if not self.config.keep_grading_dirs:  # the grade is read: outputs, caches and builds go, logs stay
             prune_grading_dir(session.gdir)
             for directory in session.observed_dirs:
@@ -239,25 +240,9 @@ class Grader(Preparing, Observing):
         observer on this machine."""
         return self.config.dynamic_check and self.observer_unavailable() is not None
 
-    def _checks_planned(self, provenance: list[str]) -> dict[str, str]:
-        """The grade's ``checks`` before the gates run: what will run (``pending``) and why the rest will not."""
-        counter = self.backend.LaunchCounter is not None
-        unavailable = self.observer_unavailable()
-        drawn = self._observe_drawn.get(self.session.gdir)  # drawn when the grading was prepared, else now
-        if unavailable is None and not (drawn if drawn is not None else _draw() < self.config.observe_fraction):
-            unavailable = f"not sampled (observe_fraction={self.config.observe_fraction:g})"
-        if unavailable and self.config.observer == "required":
-            unavailable = "pending"  # `observe` fails the grading, saying why
-        observer = unavailable or "pending"
-        dynamic = ("pending" if self._dynamic_check else "off" if not self.config.dynamic_check
-                   else "off: the outside observer lists the kernels on this machine")
-        return {"static_check": ("failed" if provenance else "passed") if self._static_check_on else "off",
-                "dynamic_check": dynamic,
-                "launch_counter": "ran in the candidate's process" if counter
-                else f"none for {self.backend.LANGUAGE} kernels",
-                "observer": observer,
-                "speedup_cross_check": "pending" if observer == "pending" and not self.hardware.interpreter
-                else "not run: no observer"}
+    def _checks_planned(self, provenance: list[str], static_ran: bool = True) -> dict[str, str]:
+        """The grade's summary ``checks`` before the gates run (checks.planned)."""
+        return grade_checks.planned(self, provenance, static_ran)
 
     def _run_candidate(self, session: GradingSession, problems: list[str]) -> tuple[CheckResult, TimeResult | None]:
         """Build (compiled languages), then run the harness on the session's directory, comparing outputs as they

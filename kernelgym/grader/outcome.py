@@ -54,7 +54,8 @@ def decide(*, compiled: bool | None, correct: bool | None, performance: bool | N
     Args:
         compiled, correct, performance: the three stages' ``passed`` (None: did not run, or not measured).
         configs: the grade's per-config rows; timed ones hold ``noise_band`` ([low, high] per-round speedups).
-        checks: the grade's ``checks`` (each defence's ``passed``, ``failed...`` or why it did not run).
+        checks: the grade's ``checks``; only the summary keys ``static_check``, ``dynamic_check`` and ``observer``
+            decide (``failed...``: a provenance refusal).
         fault: what the grader knows went wrong outside the kernel's gates: `FAULT_INFRA`, `FAULT_TIMEOUT` or None.
 
     Returns:
