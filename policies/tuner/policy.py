@@ -82,7 +82,7 @@ INTERPRETER_NOTE = ("On the CPU interpreter nothing is timed: the reward of 120 
                     "it was timed (the interpreter's grade has no speedup term).")
 
 #: The first screening measure's duration, as a fraction of the original's full measure, before one has been timed:
-#: a screen runs no check.py (its reference, its do_bench per config) and a quarter of bench's runs, and the
+#: a screen runs no check.py (its reference, its do_bench per config) and 12 of bench's 40 runs per kernel, and the
 #: original's measure also compiled the baseline.
 SCREEN_GUESS = 0.5
 #: Seconds kept free at the end of the budget for the final write and the submit.
