@@ -54,13 +54,15 @@ def _grading_detail(env) -> dict:
         detail["references_s"] = session.references.computed_s
         detail["compare_spent_s"] = round(sum(c[2] for c in session.compare_log), 3)
         detail["compare_done_s"] = round(max((c[3] for c in session.compare_log), default=0.0), 3)
+        detail["references_device"] = session.references.device
     if grade is not None:
         detail["speedup"] = grade.speedup
         detail["checks"] = {k: v.split(":")[0] for k, v in grade.checks.items()}
+        detail["gpu_turns"] = [m for st in grade.stages for m in st.messages if m.startswith("GPU schedule:")]
     return detail
 
 
-def _worker(task: str, seconds: float, run_dir: str, queue, threads: int, harness_threads: int) -> None:
+def _worker(task: str, seconds: float, run_dir: str, queue, threads: int, grader_kwargs: dict) -> None:
     import torch
 
     import kernelgym  # noqa: F401 - registers the envs
@@ -72,7 +74,7 @@ def _worker(task: str, seconds: float, run_dir: str, queue, threads: int, harnes
 
     rows = []
     from kernelgym.grader import GraderConfig
-    env = KernelArenaEnv(task, run_dir=run_dir, max_steps=2, grader=GraderConfig(harness_cpu_threads=harness_threads))
+    env = KernelArenaEnv(task, run_dir=run_dir, max_steps=2, grader=GraderConfig(**grader_kwargs))
     deadline = time.monotonic() + seconds
     try:
         while time.monotonic() < deadline:
@@ -153,15 +155,18 @@ def _cpu_busy(before: tuple[int, int] | None) -> float | None:
     return round((after[0] - before[0]) / (after[1] - before[1]), 3)
 
 
-def measure(task: str, n_envs: int, seconds: float, run_root: Path, harness_threads: int = 4) -> dict:
-    """N envs in N processes for `seconds`; gradings that finished in the window count."""
+def measure(task: str, n_envs: int, seconds: float, run_root: Path, harness_threads: int = 4,
+            gpu_schedule: bool = False) -> dict:
+    """N envs in N processes for `seconds`; gradings that finished in the window count. `gpu_schedule`:
+    `GraderConfig.gpu_schedule` (the envs take turns on the GPU for their timed and observed runs)."""
+    grader_kwargs = {"harness_cpu_threads": harness_threads, **({"gpu_schedule": True} if gpu_schedule else {})}
     ctx = mp.get_context("spawn")
     queue = ctx.Queue()
     sampler = _GpuSampler()
     cpu_before = _cpu_ticks()
     start = time.monotonic()
     procs = [ctx.Process(target=_worker, args=(task, seconds, str(run_root / f"{task}-n{n_envs}-{i}"), queue,
-                                                    max(1, (os.cpu_count() or 1) // n_envs), harness_threads))
+                                                    max(1, (os.cpu_count() or 1) // n_envs), grader_kwargs))
              for i in range(n_envs)]
     for p in procs:
         p.start()
@@ -178,7 +183,8 @@ def measure(task: str, n_envs: int, seconds: float, run_root: Path, harness_thre
     later_rows = [r for env_rows in per_env for r in env_rows[1:] if "error" not in r]
     later = [r["reset_s"] + r["submit_s"] for r in later_rows]
     sub = [r["submit_s"] for r in later_rows]
-    return {"task": task, "envs": n_envs, "harness_cpu_threads": harness_threads, "window_s": seconds, "wall_s": round(wall_s, 1), "gradings": len(rows),
+    return {"task": task, "envs": n_envs, "harness_cpu_threads": harness_threads, "gpu_schedule": gpu_schedule,
+            "window_s": seconds, "wall_s": round(wall_s, 1), "gradings": len(rows),
             "gradings_per_hour": round(len(rows) * 3600 / wall_s),
             "first_grading_s": [round(x, 2) for x in firsts],
             "later_grading_s_median": round(statistics.median(later), 2) if later else None,
@@ -203,11 +209,12 @@ def main() -> None:
     ap.add_argument("--seconds", type=float, default=120.0, help="the window each N runs for")
     ap.add_argument("--run-dir", default="/tmp/kg-throughput")
     ap.add_argument("--harness-threads", type=int, default=4, help="GraderConfig.harness_cpu_threads")
+    ap.add_argument("--gpu-schedule", action="store_true", help="GraderConfig.gpu_schedule: take turns on the GPU")
     ap.add_argument("--out", default="throughput.json")
     args = ap.parse_args()
     results = []
     for task, n in [(t, int(x)) for t in args.task.split(",") for x in args.envs.split(",")]:
-        result = measure(task, n, args.seconds, Path(args.run_dir), args.harness_threads)
+        result = measure(task, n, args.seconds, Path(args.run_dir), args.harness_threads, args.gpu_schedule)
         print(json.dumps({k: v for k, v in result.items() if k != "gradings_detail"}), flush=True)
         results.append(result)
         Path(args.out).write_text(json.dumps({"machine": os.uname().nodename, "date": time.strftime("%Y-%m-%d"),

@@ -111,3 +111,20 @@ def test_the_performance_stage_says_how_the_timing_took_its_turn():
     assert "to itself (waited 0.25 s" in gpu_turn_message(GpuTurn(True, 0.25), "timed")
     msg = gpu_turn_message(GpuTurn(False, 60.0), "timed")
     assert "without a turn" in msg and "60.0 s" in msg and "gpu_wait_s" in msg
+
+
+def test_the_grader_names_the_lock_in_its_requests_and_binds_it_only_where_asked(tmp_path):
+    from kernelgym.discovery import get_task
+    from kernelgym.grader import Grader, GraderConfig
+    from kernelgym.hardware import all_profiles, detect_profile
+    task, h200 = get_task("triton-rmsnorm"), all_profiles()["h200"]
+    on = Grader(task, h200, tmp_path / "on", GraderConfig(gpu_schedule=True, gpu_wait_s=12.5))
+    req = on._request(tmp_path / "on", 3, True)
+    assert req.gpu_lock and req.gpu_wait_s == 12.5
+    assert os.path.dirname(req.gpu_lock).endswith(gpu_schedule.LOCK_DIR) and os.path.exists(req.gpu_lock)
+    assert any(str(p) == req.gpu_lock for p in on._readonly())  # bound read-only into the candidate's sandbox
+    observed = on._observer_request(tmp_path / "on", None, 3, tmp_path / "results")
+    assert observed.gpu_lock == req.gpu_lock and observed.observe
+    for off in (Grader(task, h200, tmp_path / "off"),  # the default
+                Grader(task, detect_profile("cpu-interpreter"), tmp_path / "cpu", GraderConfig(gpu_schedule=True))):
+        assert off._request(off.work_dir, 3, False).gpu_lock is None and not off._gpu_lock

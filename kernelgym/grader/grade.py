@@ -79,6 +79,13 @@ class GraderConfig:
     CPU-seconds on the CPU (rmsnorm's 5 configs, two seeds), the host's bottleneck with 8 envs. Falls back to the
     CPU in a process forked after CUDA started there (CUDA cannot start again in it). False: always on the CPU,
     or, for ``reference_device: cuda`` tasks, in a trusted GPU process of their own."""
+    gpu_schedule: bool = False
+    """Take turns on the GPU with every other grading on this host (env processes, vector-env workers, Ray actors):
+    a grading's timed runs, and an observed run's checked calls, hold the GPU's lock (gpu_schedule.py), so no two
+    gradings time at once; everything else overlaps. Off by default until measured on the H200."""
+    gpu_wait_s: float = 60.0
+    """The longest a timed or observed run waits for its turn on the GPU, s; past it, it runs without the lock and
+    the grade says so (a candidate that holds the lock delays the others by at most this)."""
     keep_grading_dirs: bool = False
     """Keep each grading directory whole after its grade is read (for debugging a grading: the candidate's outputs
     and whatever it wrote there). By default only the harness's log and result files stay (`prune_grading_dir`)."""

@@ -19,6 +19,7 @@ session.compare_early). The plain path (a fresh process, comparisons at the end)
 
 from __future__ import annotations
 
+import functools
 import math
 import statistics
 import threading
@@ -29,6 +30,7 @@ from kernelgym.backends import BACKENDS_DIR, backend_path, get_backend
 from kernelgym.errors import TaskSpecError
 from kernelgym.grader import build as builds
 from kernelgym.grader import checks as grade_checks
+from kernelgym.grader import gpu_schedule
 from kernelgym.grader import outcome
 from kernelgym.grader.files import (MAX_EDITABLE_BYTES, copy_candidate, copy_editable, prune_grading_dir, remove_tree,
                                     tree_usage)
@@ -350,13 +352,24 @@ class Grader(Preparing, Observing):
                        input_sets=self.config.input_sets, flush_bytes=self.hardware.flush_bytes,
                        tolerances=tolerances, dynamic_check=self._dynamic_check,
                        allowed_torch_ops=list(spec.allowed_torch_ops),
-                       backend_file=str(self._backend_file) if self._backend_file is not None else None, **build_dirs)
+                       backend_file=str(self._backend_file) if self._backend_file is not None else None,
+                       gpu_lock=str(self._gpu_lock) if self._gpu_lock else None, gpu_wait_s=self.config.gpu_wait_s,
+                       **build_dirs)
 
     def _readonly(self) -> list[Path]:
         """Paths the candidate's sandbox sees read-only besides `HARNESS_FILES`: the pristine baseline, and (compiled
         languages, where the baseline is timed) the baseline's build, which only the trusted build step wrote."""
         return [self.baseline_dir, *([self._baseline_built()] if self.backend.BUILDS and self._timed else []),
-                *([self._backend_file] if self._backend_file is not None else [])]
+                *([self._backend_file] if self._backend_file is not None else []),
+                *([self._gpu_lock] if self._gpu_lock else [])]
+
+    @functools.cached_property
+    def _gpu_lock(self) -> Path | None:
+        """This GPU's timing schedule (gpu_schedule.py), where `GraderConfig.gpu_schedule` asks for it and a GPU
+        grades; None otherwise (nothing is timed on the CPU interpreter)."""
+        if not self.config.gpu_schedule or self.hardware.interpreter:
+            return None
+        return gpu_schedule.lock_file()
 
     def _harness_env(self, directory: Path | None = None) -> dict[str, str]:
         """The harness's environment: the interpreter's variables on the CPU; on a GPU, with `directory`, the
