@@ -223,3 +223,43 @@ def test_a_candidate_output_is_compared_where_the_reference_is_held():
     assert "dense real tensor" in compare_output(ref.values.to_sparse(), ref, "float32", "tolerance", tol)[1]
     exact = prepare_reference(torch.arange(6).reshape(2, 3), None, "exact")
     assert compare_output(torch.arange(6).reshape(2, 3), exact, "int64", "exact")[0]
+
+
+def test_a_reference_the_gpu_fails_is_computed_on_the_cpu(monkeypatch):
+    # Out of memory beside the candidates' processes must not fail a grading: the reference is computed again on
+    # the CPU (a reference broken on the CPU too still raises there).
+    from kernelgym.discovery import get_task
+    from kernelgym.grader import reference as ref_mod
+    task = get_task("triton-rmsnorm")
+    cfg = task.spec.interpreter_configs[0]
+    real = ref_mod.reference_outputs
+    asked = []
+
+    def on(task_, config, seed, device="cpu"):
+        asked.append(device)
+        if device != "cpu":
+            raise RuntimeError("CUDA out of memory (simulated)")
+        return real(task_, config, seed, device)
+
+    monkeypatch.setattr(ref_mod, "reference_outputs", on)
+    monkeypatch.setattr(ref_mod, "cuda_usable", lambda: True)
+    refs = ref_mod.References(task, [(cfg, 5)], gpu=True, on_gpu=True)
+    assert refs.device == "cuda"
+    got = refs.get(cfg, 5)[0]
+    assert asked[:2] == ["cuda", "cpu"] and got.values.device.type == "cpu"
+    assert torch.equal(got.values, real(task, cfg, 5)[0].float())
+
+
+def test_a_comparison_the_gpu_fails_is_made_on_the_cpu(monkeypatch):
+    from kernelgym.grader import compare as cmp
+    from kernelgym.task import Tolerance
+    tol = Tolerance(atol=1e-3, rtol=1e-3)
+    cpu_ref = prepare_reference(torch.randn(4, 8), tol)
+    on_device = cmp.PreparedReference(torch.empty(4, 8, device="meta"), None, cpu_ref.norm)  # stands for the GPU
+    monkeypatch.setattr(cmp, "on_cpu", lambda ref: cpu_ref if ref is on_device else ref)
+    ok, msg, _ = cmp.compare_output(cpu_ref.values.clone(), on_device, "float32", "tolerance", tol)
+    assert ok, msg
+    assert not cmp.compare_output(cpu_ref.values + 1, on_device, "float32", "tolerance", tol)[0]
+    monkeypatch.undo()
+    moved = cmp.on_cpu(cmp.PreparedReference(cpu_ref.values, cpu_ref.bound, cpu_ref.norm, torch.ones(4, 8).bool()))
+    assert moved.values.device.type == moved.bound.device.type == moved.finite.device.type == "cpu"

@@ -110,6 +110,8 @@ class Evidence:
     """The configs graded are the task's seen ones (on which the task's tolerances are judged)."""
     reference_process: bool
     """The references were computed in a trusted process of their own (``reference_device: cuda``)."""
+    references_device: str = "cpu"
+    """Where the references were held and the outputs compared (`GraderConfig.references_on_gpu`)."""
     seccomp: bool = True
     """bubblewrap got the seccomp filter (one exists for this architecture)."""
     cgroups_off: str | None = None
@@ -318,6 +320,8 @@ def comparison_guard(e: Evidence) -> str:
 def reread(e: Evidence) -> str:
     if not e.config.early_compare:
         return "off: early_compare=False (the outputs are read once, after the run)"
+    if e.references_device != "cpu":
+        return "off: the references are on the GPU (the outputs are read once, after the run)"
     return _compared(e) or IN_FORCE
 
 
@@ -525,6 +529,7 @@ def grade_checks(grader: Grader, session: GradingSession, *, copy_problems: list
                  check=check, compared_ok=compared_ok, timed=timed, timed_ok=timed_ok, stages=stages, rows=rows, summary=summary, used=used,
                  observer_tool=grader._tool, seen=grader.configs == grader.task.configs_for(grader.hardware.interpreter),
                  reference_process=gpu and spec.reference_device == "cuda" and session.references.device == "cpu",
+                 references_device=session.references.device,
                  seccomp=seccomp.program() is not None, cgroups_off=cgroups.unavailable_reason(),
                  root=os.geteuid() == 0)
     return {**summary, **defence_results(e)}

@@ -257,7 +257,11 @@ class Grader(Preparing, Observing):
             if failed is not None:
                 return failed, None
         done, threads = threading.Event(), []
-        if self.config.early_compare:
+        if session.references.device != "cpu":
+            # References and comparisons on the GPU: done before the candidate runs and after it ended, never while
+            # its kernels are timed (the trusted side's kernels would run between the timed ones).
+            session.references.wait()
+        elif self.config.early_compare:
             threads = [threading.Thread(target=session.compare_early, args=(p, done), daemon=True)
                        for p in (session.checked_outputs(), session.timed_outputs()) if p]
         for t in threads:

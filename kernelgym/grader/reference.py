@@ -101,10 +101,10 @@ class References:
             try:
                 if subprocess_gpu:
                     computed = run_reference_process(task, jobs, Path(work_dir or "."))
+                    prepared_all = [prepare_outputs(task, cfg, refs) for (cfg, s), refs in zip(jobs, computed)]
                 else:
-                    computed = [reference_outputs(task, cfg, s, self.device) for cfg, s in jobs]
-                for (cfg, s), refs in zip(jobs, computed):
-                    prepared = prepare_outputs(task, cfg, refs, self.device)
+                    prepared_all = [self._prepared(cfg, s) for cfg, s in jobs]
+                for (cfg, s), prepared in zip(jobs, prepared_all):
                     if _key(cfg, s)[0] in trivial_keys:
                         self.problems += trivial_passes(task, cfg, prepared)
                     self._refs[_key(cfg, s)] = prepared
@@ -113,6 +113,20 @@ class References:
                 self._error = e
         self._thread = threading.Thread(target=work, daemon=True)
         self._thread.start()
+
+    def _prepared(self, config: dict, seed: int) -> tuple[PreparedReference, ...]:
+        """`config`'s reference outputs on `seed`, prepared on `device`; where the GPU fails them (out of memory beside
+        the candidates' processes, a CUDA error), on the CPU instead: the machine's limits must not fail a grading.
+        Raises what the reference raises on the CPU."""
+        if self.device != "cpu":
+            try:
+                return prepare_outputs(self.task, config, reference_outputs(self.task, config, seed, self.device),
+                                       self.device)
+            except Exception:  # noqa: BLE001 - retried on the CPU, which raises a broken reference's error itself
+                import torch
+
+                torch.cuda.empty_cache()
+        return prepare_outputs(self.task, config, reference_outputs(self.task, config, seed))
 
     def wait(self) -> None:
         """Wait until every job is computed.
@@ -135,8 +149,7 @@ class References:
         self.wait()
         key = _key(config, seed)
         if key not in self._refs:
-            refs = reference_outputs(self.task, config, seed, self.device)
-            self._refs[key] = prepare_outputs(self.task, config, refs, self.device)
+            self._refs[key] = self._prepared(config, seed)
         return self._refs[key]
 
     def elements(self) -> int:
