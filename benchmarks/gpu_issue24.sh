@@ -8,8 +8,9 @@
 #     bash benchmarks/gpu_issue24.sh final       # one call: rmsnorm at 1 and 8 envs (8 also at 1 harness thread), matmul at 8 over a longer
 #                                               window (past its autotuning), cuda-softmax's reset at 1 env (7 min)
 #     bash benchmarks/gpu_issue24.sh baselines   # every Triton baseline graded once (220 +- 1%), about 4 min
-#     bash benchmarks/gpu_issue24.sh session4    # rmsnorm at 1, 8, 12 envs, cuda-softmax's warm resets, matmul at 8 (9 min)
-#     bash benchmarks/gpu_issue24.sh baselines-parallel   # the 24 Triton baselines in 4 processes at once (5 min)
+#     bash benchmarks/gpu_issue24.sh session4    # rmsnorm at 1, 8, 12 envs, references on the GPU or not, the schedule (9 min)
+#     bash benchmarks/gpu_issue24.sh session4b   # cuda-softmax's warm resets, matmul at 8 past its first gradings (6 min)
+#     bash benchmarks/gpu_issue24.sh baselines-parallel [--references-on-gpu]  # the 24 Triton baselines, 4 at once (5 min)
 # COMMIT=<hash> names the commit measured in machine.txt (the device's copy of .git is not the checkout's).
 # Copy $OUT into benchmarks/results/ with the machine and date.
 source benchmarks/gpu_setup.sh
@@ -45,14 +46,21 @@ final)
     tp 100 cuda-softmax 1 40 final_cuda_softmax_n1.json
     ;;
 session4)
-    # After references and comparisons moved to the GPU and the harness built its input sets at once: rmsnorm at 1,
-    # 8 and 12 envs, cuda-softmax at 1 env over a window long enough for warm resets, matmul at 8 past its first
-    # gradings (about 9 min).
+    # Throughput after this session's changes (the harness's input sets built at once; references and comparisons
+    # on the GPU and the GPU schedule, both opt-in until these numbers stand): rmsnorm at 1 and 8 envs as default,
+    # 8 envs with references on the GPU, 8 with the schedule too, 12 with references on the GPU (about 9 min).
     tp 75 triton-rmsnorm 1 30 s4_rmsnorm_n1.json
     tp 95 triton-rmsnorm 8 45 s4_rmsnorm_n8.json
-    tp 95 triton-rmsnorm 12 40 s4_rmsnorm_n12.json
-    tp 120 cuda-softmax 1 75 s4_cuda_softmax_n1.json
-    tp 190 triton-matmul 8 120 s4_matmul_n8.json
+    tp 95 triton-rmsnorm 8 45 s4_rmsnorm_n8_refgpu.json --references-on-gpu
+    tp 95 triton-rmsnorm 8 45 s4_rmsnorm_n8_refgpu_sched.json --references-on-gpu --gpu-schedule
+    tp 95 triton-rmsnorm 12 40 s4_rmsnorm_n12_refgpu.json --references-on-gpu
+    tp 75 triton-rmsnorm 1 30 s4_rmsnorm_n1_refgpu.json --references-on-gpu
+    ;;
+session4b)
+    # cuda-softmax at 1 env over a window long enough for warm resets, matmul at 8 past its first gradings, both
+    # with references on the GPU (about 6 min).
+    tp 120 cuda-softmax 1 75 s4_cuda_softmax_n1.json --references-on-gpu
+    tp 210 triton-matmul 8 140 s4_matmul_n8_refgpu.json --references-on-gpu
     ;;
 baselines-parallel)
     # Every Triton baseline graded once quiet and once observed (220 +- 1%), the 24 tasks in 4 processes at once
@@ -61,7 +69,7 @@ baselines-parallel)
     for k in 0 1 2 3; do
         group=$(echo $names | tr ' ' '\n' | awk -v k=$k 'NR % 4 == k' | paste -sd, -)
         timeout 330 python3 benchmarks/task_suite.py --only "$group" --n 1 --observed 1 --fast-n 0 --no-unseen \
-            --budget-s 290 --out "$OUT/baselines_$k.json" > "$OUT/baselines_$k.log" 2>&1 &
+            --budget-s 290 --out "$OUT/baselines_$k.json" "${@:2}" > "$OUT/baselines_$k.log" 2>&1 &
     done
     wait
     python3 benchmarks/task_suite.py --merge "$OUT"/baselines_[0-3].json --out "$OUT/baselines.json" > "$OUT/baselines.md" 2>&1

@@ -194,6 +194,9 @@ def main() -> int:
     ap.add_argument("--no-unseen", action="store_true", help="do not run the references on the unseen configs")
     ap.add_argument("--budget-s", type=float, default=510.0,
                     help="no grading starts after this many seconds; what was graded is written")
+    ap.add_argument("--references-on-gpu", action="store_true",
+                    help="GraderConfig.references_on_gpu: references and comparisons on the GPU")
+    ap.add_argument("--gpu-schedule", action="store_true", help="GraderConfig.gpu_schedule: take turns on the GPU")
     ap.add_argument("--merge", nargs="+", metavar="JSON",
                     help="grade nothing: merge these runs' JSON files into --out and print one table")
     args = ap.parse_args()
@@ -215,7 +218,7 @@ def main() -> int:
         print(f"unknown task names: {sorted(unknown)}", file=sys.stderr)
         return 2
     hw, fast, budget = detect_profile(), known_faster(), Budget(args.budget_s)
-    default = GraderConfig()
+    default = GraderConfig(references_on_gpu=args.references_on_gpu, gpu_schedule=args.gpu_schedule)
     quiet = dataclasses.replace(default, observer="off")
     out = {"machine": hw.name, "hardware": hw.id, "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
            "targets": {"noise_median_max": NOISE_TARGET, "fast_min": FAST_TARGET}, "argv": sys.argv[1:],
