@@ -4,6 +4,7 @@ went on without the lock, and letting go releases the lock even where the candid
 import fcntl
 import os
 import time
+from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
@@ -128,3 +129,71 @@ def test_the_grader_names_the_lock_in_its_requests_and_binds_it_only_where_asked
     for off in (Grader(task, h200, tmp_path / "off"),  # the default
                 Grader(task, detect_profile("cpu-interpreter"), tmp_path / "cpu", GraderConfig(gpu_schedule=True))):
         assert off._request(off.work_dir, 3, False).gpu_lock is None and not off._gpu_lock
+
+
+def test_the_lock_path_has_no_links_so_the_harness_opens_what_the_sandbox_binds(tmp_path, monkeypatch):
+    # The sandbox binds the resolved path (sandbox._Backend); the harness opens the request's path. A cache under a
+    # link (~/.cache linked to scratch space) left the harness nothing to open: every turn went unscheduled.
+    from kernelgym.discovery import get_task
+    from kernelgym.grader import Grader, GraderConfig
+    from kernelgym.hardware import all_profiles
+    (tmp_path / "real").mkdir()
+    (tmp_path / "link").symlink_to(tmp_path / "real")
+    path = gpu_schedule.lock_file("0", root=tmp_path / "link")
+    assert path == path.resolve() and path.is_relative_to(tmp_path / "real") and path.is_file()
+    monkeypatch.setenv("KERNELGYM_CACHE_DIR", str(tmp_path / "link"))
+    monkeypatch.chdir(tmp_path)
+    g = Grader(get_task("triton-rmsnorm"), all_profiles()["h200"], tmp_path / "work", GraderConfig(gpu_schedule=True))
+    lock = g._request(g.work_dir, 3, True).gpu_lock
+    assert lock == str(Path(lock).resolve()) and Path(lock).is_relative_to(tmp_path / "real")
+    monkeypatch.setenv("KERNELGYM_CACHE_DIR", "relative-cache")  # a relative folder: absolute in the request
+    assert gpu_schedule.lock_file("0").is_absolute()
+
+
+def test_the_lock_is_readable_whatever_the_umask(tmp_path):
+    # A lock made 0600 (umask 077) is handed over to the sandbox's user (sandbox.hand_over of a private read-only
+    # path): the host's file then belongs to every sandbox's user.
+    old = os.umask(0o077)
+    try:
+        path = gpu_schedule.lock_file("0", root=tmp_path)
+    finally:
+        os.umask(old)
+    assert path.stat().st_mode & 0o777 == 0o644
+
+
+def test_a_lock_name_taken_by_a_link_or_a_fifo_is_refused_and_never_blocks(tmp_path):
+    d = tmp_path / gpu_schedule.LOCK_DIR
+    d.mkdir()
+    secret = tmp_path / "secret"
+    secret.write_text("x")
+    (d / "link.lock").symlink_to(secret)  # bound into the sandbox, it would show the target
+    os.mkfifo(d / "fifo.lock")  # opened, it would block the harness (and the parent) until a writer came
+    for key in ("link", "fifo"):
+        with pytest.raises(OSError):
+            gpu_schedule.lock_file(key, root=tmp_path)
+    start = time.monotonic()
+    for name in ("link.lock", "fifo.lock"):
+        with harness.gpu_turn(_req(d / name, wait_s=5.0)) as turn:
+            pass
+        assert turn["held"] is False and "error" in turn, turn
+    assert time.monotonic() - start < 2.0
+
+
+def test_naming_the_gpu_never_starts_cuda(monkeypatch):
+    # NVML's UUID first (no context; the same in a process forked after CUDA started), then CUDA's where it runs
+    # already, then CUDA_VISIBLE_DEVICES: the trusted process never starts CUDA to name its lock.
+    import torch
+
+    def no_cuda(*_):
+        raise AssertionError("CUDA started to name the GPU")
+    monkeypatch.setattr(torch.cuda, "get_device_properties", no_cuda)
+    monkeypatch.setattr(torch.cuda, "_lazy_init", no_cuda)
+    monkeypatch.setattr(torch.cuda, "is_initialized", lambda: False)
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "3,1")
+    monkeypatch.setattr(torch.cuda, "_raw_device_uuid_nvml", lambda: ["GPU-aaa", "GPU-bbb", "GPU-ccc", "GPU-ddd"])
+    assert gpu_schedule.gpu_key() == "GPU-ddd"  # CUDA's device 0 is the host's GPU 3
+    monkeypatch.setattr(torch.cuda, "_raw_device_uuid_nvml", lambda: None)  # no NVML
+    assert gpu_schedule.gpu_key() == "3"
+    monkeypatch.setattr(torch.cuda, "is_initialized", lambda: True)
+    monkeypatch.setattr(torch.cuda, "get_device_properties", lambda i: SimpleNamespace(uuid="eee"))
+    assert gpu_schedule.gpu_key() == "GPU-eee"

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import os
 import re
+import stat
 from pathlib import Path
 
 from kernelgym.grader.cache import GRADING_CACHE
@@ -26,14 +27,20 @@ LOCK_DIR = "gpu-locks"
 
 
 def gpu_key() -> str:
-    """A name for the GPU this process grades on, the same in every process on the host that uses it: its UUID
-    where this process can ask CUDA (reference.cuda_usable), else the first device CUDA_VISIBLE_DEVICES names
-    (an index or a UUID), else ``0``."""
-    from kernelgym.grader.reference import cuda_usable
+    """A name for the GPU this process grades on, the same in every process on the host that uses it: its UUID as
+    NVML reports it (`_nvml_uuid`: no CUDA context is made, and a process forked after CUDA started gets it too), or
+    as CUDA reports it where this process has CUDA started already; else the first device CUDA_VISIBLE_DEVICES names
+    (an index or a UUID), else ``0``.
 
-    if cuda_usable():
-        import torch
+    Never starts CUDA: an env's trusted process that named its lock through CUDA held a context (about 0.5 GiB of the
+    GPU) for nothing, and a process that cannot start CUDA (forked after its parent did) named the same GPU by its
+    index, so the two took different locks and their turns overlapped."""
+    uuid = _nvml_uuid()
+    if uuid is not None:
+        return uuid
+    import torch
 
+    if torch.cuda.is_initialized():
         uuid = getattr(torch.cuda.get_device_properties(0), "uuid", None)
         if uuid is not None:
             return f"GPU-{uuid}"
@@ -41,16 +48,47 @@ def gpu_key() -> str:
     return visible or "0"
 
 
+def _nvml_uuid() -> str | None:
+    """The UUID (``GPU-...``) of CUDA's device 0 from NVML, CUDA_VISIBLE_DEVICES taken into account (torch's own
+    mapping, which `torch.cuda.device_memory_used` uses); None where NVML or the mapping is not there (no NVIDIA
+    driver, a MIG instance, another torch)."""
+    import warnings
+
+    import torch
+
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            uuids = torch.cuda._raw_device_uuid_nvml()
+            if not uuids:
+                return None
+            uuid = uuids[torch.cuda._get_nvml_device_index(0)]
+    except Exception:  # noqa: BLE001 - any failure: the next way of naming the GPU
+        return None
+    return uuid if isinstance(uuid, str) and uuid.startswith("GPU-") else None
+
+
 def lock_file(key: str | None = None, root: Path | None = None) -> Path:
-    """The lock file of GPU `key` (default `gpu_key()`), created where missing (mode 0644: readable to bind).
+    """The lock file of GPU `key` (default `gpu_key()`), created where missing, mode 0644 whatever the umask (readable
+    to the sandbox's user, so no sandbox hands it over), as an absolute path with no links: the sandbox binds the
+    resolved path, and the harness opens the path its request names, so a link above it (``~/.cache`` linked to
+    scratch space, a relative ``KERNELGYM_CACHE_DIR``) would leave the harness nothing to open and every turn
+    unscheduled.
 
     Raises:
-        OSError: the cache directory cannot be written."""
+        OSError: the cache directory cannot be written, or the lock's name is taken by something not a regular
+            file (a link, a FIFO: the harness then could be bound to another file, or block opening it)."""
     key = gpu_key() if key is None else key
-    directory = (root if root is not None else GRADING_CACHE.root) / LOCK_DIR
+    directory = ((root if root is not None else GRADING_CACHE.root) / LOCK_DIR).resolve()
     directory.mkdir(parents=True, exist_ok=True)
     path = directory / (re.sub(r"[^A-Za-z0-9._-]", "_", key) + ".lock")
-    if not path.exists():
-        fd = os.open(path, os.O_CREAT | os.O_WRONLY, 0o644)
+    fd = os.open(path, os.O_RDONLY | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, 0o644)
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise OSError(f"{path}: the GPU's lock is not a regular file")
+        if st.st_uid == os.geteuid() and stat.S_IMODE(st.st_mode) != 0o644:
+            os.fchmod(fd, 0o644)
+    finally:
         os.close(fd)
     return path

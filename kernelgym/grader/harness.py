@@ -38,6 +38,7 @@ import os
 import secrets
 import select
 import signal
+import stat
 import sys
 import time
 import traceback
@@ -834,7 +835,10 @@ def gpu_turn(req):
         return
     record, t, fd = {"held": False, "waited_s": 0.0}, time.monotonic(), None
     try:
-        fd = os.open(req.gpu_lock, os.O_RDONLY | os.O_CLOEXEC)
+        # Never blocks opening (a FIFO at the lock's path would wait for a writer) and takes only a regular file.
+        fd = os.open(req.gpu_lock, os.O_RDONLY | os.O_CLOEXEC | os.O_NONBLOCK | os.O_NOFOLLOW)
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise OSError(f"{req.gpu_lock} is not a regular file")
         while True:
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
