@@ -263,3 +263,19 @@ def test_a_comparison_the_gpu_fails_is_made_on_the_cpu(monkeypatch):
     monkeypatch.undo()
     moved = cmp.on_cpu(cmp.PreparedReference(cpu_ref.values, cpu_ref.bound, cpu_ref.norm, torch.ones(4, 8).bool()))
     assert moved.values.device.type == moved.bound.device.type == moved.finite.device.type == "cpu"
+
+
+def test_the_trivial_output_check_the_gpu_fails_is_made_on_the_cpu(monkeypatch):
+    # The task's trivial-output check runs on the references where they are held; a GPU out of memory there (the
+    # candidates' processes beside it) raised out of References and failed the task (TaskSpecError from the step).
+    from kernelgym.grader import compare as cmp
+    from kernelgym.task import Tolerance
+    tol = Tolerance(atol=1e-3, rtol=1e-3)
+    cpu_ref = prepare_reference(torch.randn(4, 8), tol)
+    on_device = cmp.PreparedReference(torch.empty(4, 8, device="meta"), None, cpu_ref.norm)  # stands for the GPU
+    monkeypatch.setattr(cmp, "on_cpu", lambda ref: cpu_ref if ref is on_device else ref)
+    assert cmp.trivial_output_passes(on_device, "float32", tol) is None
+    loose = prepare_reference(torch.full((4, 8), 0.5), Tolerance(atol=10.0, rtol=0.0))
+    on_device = cmp.PreparedReference(torch.empty(4, 8, device="meta"), None, loose.norm)
+    monkeypatch.setattr(cmp, "on_cpu", lambda ref: loose if ref is on_device else ref)
+    assert "passes the comparison" in cmp.trivial_output_passes(on_device, "float32", Tolerance(atol=10.0, rtol=0.0))

@@ -76,17 +76,22 @@ def compare_output(out: Any, ref: torch.Tensor | PreparedReference, dtype: str, 
     """
     try:
         prepared = ref if isinstance(ref, PreparedReference) else prepare_reference(ref, tol, rule)
-        try:
-            return _compare(out, prepared, dtype, tol)
-        except Exception:  # noqa: BLE001
-            if prepared.values.device.type == "cpu":
-                raise
-            # On the GPU (out of memory beside the candidates' processes, a CUDA error): the machine's limit, not
-            # the kernel's fault; compared again on the CPU, where an exotic output fails as it would have.
-            torch.cuda.empty_cache()
-            return _compare(out, on_cpu(prepared), dtype, tol)
+        return _compare_where_held(out, prepared, dtype, tol)
     except Exception as e:  # noqa: BLE001
         return False, f"output could not be compared: {type(e).__name__}: {str(e)[:200]}", None
+
+
+def _compare_where_held(out: Any, ref: PreparedReference, dtype: str, tol) -> tuple[bool, str, float | None]:
+    """`_compare` where `ref` is held; where that is the GPU and it fails (out of memory beside the candidates'
+    processes, a CUDA error): the machine's limit, not the kernel's fault, so compared again on the CPU, where an
+    exotic output fails as it would have. Raises what the CPU comparison raises."""
+    try:
+        return _compare(out, ref, dtype, tol)
+    except Exception:  # noqa: BLE001
+        if ref.values.device.type == "cpu":
+            raise
+        torch.cuda.empty_cache()
+        return _compare(out, on_cpu(ref), dtype, tol)
 
 
 def on_cpu(ref: PreparedReference) -> PreparedReference:
@@ -150,7 +155,19 @@ def trivial_output_passes(ref: PreparedReference, dtype: str, tol=None) -> str |
     """Whether an all-zero or a constant output (the reference's mean, rounded to `dtype`) passes against `ref`:
     then the task's tolerance or its reference cannot tell a kernel that computes nothing from one that works.
     Returns a message saying which passes, or None where neither does. A one-element output is its own mean: only
-    the all-zero output is tried there (a decode step's single token or scale is a real output)."""
+    the all-zero output is tried there (a decode step's single token or scale is a real output). Where the GPU
+    holds `ref` and fails the check (out of memory beside the candidates' processes, a CUDA error), it is made again
+    on the CPU: raised, it would fail the task's reference (a TaskSpecError out of the env's step)."""
+    try:
+        return _trivial_output_passes(ref, dtype, tol)
+    except Exception:  # noqa: BLE001
+        if ref.values.device.type == "cpu":
+            raise
+        torch.cuda.empty_cache()
+        return _trivial_output_passes(on_cpu(ref), dtype, tol)
+
+
+def _trivial_output_passes(ref: PreparedReference, dtype: str, tol=None) -> str | None:
     want = getattr(torch, dtype, torch.float32)
     mean = ref.values.double().mean() if ref.values.numel() else torch.tensor(0.0)
     fakes = [("an all-zero output", 0.0)]
