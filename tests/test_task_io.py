@@ -279,3 +279,27 @@ def test_the_trivial_output_check_the_gpu_fails_is_made_on_the_cpu(monkeypatch):
     on_device = cmp.PreparedReference(torch.empty(4, 8, device="meta"), None, loose.norm)
     monkeypatch.setattr(cmp, "on_cpu", lambda ref: loose if ref is on_device else ref)
     assert "passes the comparison" in cmp.trivial_output_passes(on_device, "float32", Tolerance(atol=10.0, rtol=0.0))
+
+
+def test_a_reference_process_the_gpu_fails_is_computed_on_the_cpu(monkeypatch, tmp_path):
+    # A `reference_device: cuda` task's reference process runs while the agent works, beside the agent's own GPU
+    # commands: one that fills the GPU made it fail, and its TaskSpecError left the env's step at the submit.
+    from kernelgym.discovery import get_task
+    from kernelgym.errors import TaskSpecError
+    from kernelgym.grader import reference as ref_mod
+    task = get_task("triton-rmsnorm")
+    monkeypatch.setattr(task.spec, "reference_device", "cuda")
+    cfg = task.spec.interpreter_configs[0]
+
+    def oom(*_a, **_k):
+        raise TaskSpecError("the reference process failed (exit 1):\ntorch.OutOfMemoryError: CUDA out of memory")
+    monkeypatch.setattr(ref_mod, "run_reference_process", oom)
+    refs = ref_mod.References(task, [(cfg, 5)], gpu=True, work_dir=tmp_path)
+    got = refs.get(cfg, 5)[0]
+    assert torch.equal(got.values, ref_mod.reference_outputs(task, cfg, 5)[0].float())
+
+    def broken(task_, config, seed, device="cpu"):
+        raise RuntimeError("the reference is broken")
+    monkeypatch.setattr(ref_mod, "reference_outputs", broken)
+    with pytest.raises(TaskSpecError, match="broken"):
+        ref_mod.References(task, [(cfg, 5)], gpu=True, work_dir=tmp_path).wait()

@@ -100,8 +100,15 @@ class References:
         def work():
             try:
                 if subprocess_gpu:
-                    computed = run_reference_process(task, jobs, Path(work_dir or "."))
-                    prepared_all = [prepare_outputs(task, cfg, refs) for (cfg, s), refs in zip(jobs, computed)]
+                    try:
+                        computed = run_reference_process(task, jobs, Path(work_dir or "."))
+                        prepared_all = [prepare_outputs(task, cfg, refs) for (cfg, s), refs in zip(jobs, computed)]
+                    except TaskSpecError:
+                        # The GPU failed the process (out of memory: it runs while the agent works, and an agent's
+                        # shell command or another env's candidate can fill the GPU): computed on the CPU instead,
+                        # slower, where a broken reference raises its own error. The machine's limits, or a policy,
+                        # must not fail the task (a TaskSpecError leaves the env's step).
+                        prepared_all = [prepare_outputs(task, cfg, reference_outputs(task, cfg, s)) for cfg, s in jobs]
                 else:
                     prepared_all = [self._prepared(cfg, s) for cfg, s in jobs]
                 for (cfg, s), prepared in zip(jobs, prepared_all):
