@@ -109,7 +109,7 @@ def test_a_request_refuses_a_lock_of_the_wrong_type(tmp_path):
 
 def test_the_performance_stage_says_how_the_timing_took_its_turn():
     from kernelgym.grader.gates import gpu_turn_message
-    assert "to itself (waited 0.25 s" in gpu_turn_message(GpuTurn(True, 0.25), "timed")
+    assert "holding the GPU's lock, as the harness reported (waited 0.25 s" in gpu_turn_message(GpuTurn(True, 0.25), "timed")
     msg = gpu_turn_message(GpuTurn(False, 60.0), "timed")
     assert "without a turn" in msg and "60.0 s" in msg and "gpu_wait_s" in msg
 
@@ -197,3 +197,31 @@ def test_naming_the_gpu_never_starts_cuda(monkeypatch):
     monkeypatch.setattr(torch.cuda, "is_initialized", lambda: True)
     monkeypatch.setattr(torch.cuda, "get_device_properties", lambda i: SimpleNamespace(uuid="eee"))
     assert gpu_schedule.gpu_key() == "GPU-eee"
+
+
+def test_the_wait_for_a_turn_is_added_to_the_time_limit_and_an_unwritable_cache_grades_unscheduled(tmp_path,
+                                                                                                 monkeypatch):
+    # A candidate elsewhere may hold the lock for gpu_wait_s: that wait must not eat a correct kernel's time.
+    from kernelgym.discovery import get_task
+    from kernelgym.grader import Grader, GraderConfig
+    from kernelgym.hardware import all_profiles
+    task, h200 = get_task("triton-rmsnorm"), all_profiles()["h200"]
+    plain = Grader(task, h200, tmp_path / "plain")
+    scheduled = Grader(task, h200, tmp_path / "on", GraderConfig(gpu_schedule=True, gpu_wait_s=30.0))
+    assert scheduled.timeout_s == plain.timeout_s + 30.0
+
+    def unwritable(*a, **k):
+        raise PermissionError("read-only cache")
+
+    monkeypatch.setattr(gpu_schedule, "lock_file", unwritable)
+    broken = Grader(task, h200, tmp_path / "ro", GraderConfig(gpu_schedule=True))
+    with pytest.warns(RuntimeWarning, match="no lock file"):
+        assert broken._request(broken.work_dir, 1, True).gpu_lock is None
+
+
+def test_a_lock_that_could_not_be_opened_is_named_as_such():
+    from kernelgym.grader.gates import gpu_turn_message
+    turn = parse_gpu_turn({"held": False, "waited_s": 0.0, "error": "No such file or directory"})
+    assert turn.error == "No such file or directory"
+    assert "could not be taken (No such file" in gpu_turn_message(turn, "timed")
+    assert "an agent's own commands do not" in gpu_turn_message(GpuTurn(True, 0.1), "timed")

@@ -1,5 +1,6 @@
 """Task I/O beyond one returned tensor, graded from task folders written here: an output written in place into an
 argument, an integer output compared exactly, set comparison, and a task whose tolerance lets zeros pass refused."""
+import os
 import textwrap
 
 import pytest
@@ -303,3 +304,48 @@ def test_a_reference_process_the_gpu_fails_is_computed_on_the_cpu(monkeypatch, t
     monkeypatch.setattr(ref_mod, "reference_outputs", broken)
     with pytest.raises(TaskSpecError, match="broken"):
         ref_mod.References(task, [(cfg, 5)], gpu=True, work_dir=tmp_path).wait()
+
+
+def test_the_grade_says_whether_the_reference_process_gave_the_references(monkeypatch):
+    # checks' private_reference_scratch_dir is in force only where the trusted GPU process computed them.
+    from kernelgym.discovery import get_task
+    from kernelgym.errors import TaskSpecError
+    from kernelgym.grader import reference as ref_mod
+    task = get_task("triton-paged-attention-decode")
+    assert task.spec.reference_device == "cuda"
+    cfg = task.configs_for(True)[0]  # with its derived dims
+    monkeypatch.setattr(ref_mod, "run_reference_process",
+                        lambda task_, jobs, work_dir: [ref_mod.reference_outputs(task_, c, s) for c, s in jobs])
+    refs = ref_mod.References(task, [(cfg, 2)], gpu=True)
+    refs.wait()
+    assert refs.used_process
+
+    def fails(*a, **k):
+        raise TaskSpecError("the reference process failed (out of memory)")
+
+    monkeypatch.setattr(ref_mod, "run_reference_process", fails)
+    refs = ref_mod.References(task, [(cfg, 2)], gpu=True)
+    refs.wait()
+    assert not refs.used_process and refs.get(cfg, 2)
+
+
+def test_a_directory_the_walk_cannot_list_fails_the_disk_check(tmp_path, monkeypatch):
+    # A non-root sandbox runs as the grader's uid: a candidate can chmod a directory 000 and hide what it holds.
+    from kernelgym.grader import files
+    from kernelgym.grader.checks import disk_check
+    from kernelgym.grader.grade import GraderConfig
+    (tmp_path / "hidden").mkdir()
+    (tmp_path / "hidden" / "big").write_bytes(b"x" * 4096)
+    real = os.scandir
+
+    def scandir(path):
+        if str(path).endswith("hidden"):
+            raise PermissionError(13, "Permission denied")
+        return real(path)
+
+    monkeypatch.setattr(files.os, "scandir", scandir)
+    used = files.tree_usage(tmp_path, 1 << 30, 1000)
+    assert used.unreadable == 1
+    assert disk_check(used, GraderConfig()).startswith("failed: the candidate's process left 1 directories")
+    monkeypatch.setattr(files.os, "scandir", real)
+    assert files.tree_usage(tmp_path, 1 << 30, 1000).unreadable == 0

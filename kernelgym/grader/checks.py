@@ -69,6 +69,9 @@ def disk_check(used: TreeUsage, config: GraderConfig) -> str:
     if used.bytes > config.grading_dir_cap_bytes:
         return (f"failed: the candidate's process filled its grading directory past the cap of "
                 f"{config.grading_dir_cap_bytes / 2**30:g} GiB")
+    if used.unreadable:
+        return (f"failed: the candidate's process left {used.unreadable} directories the grader cannot read in its "
+                f"grading directory (what they hold cannot be held to the disk cap)")
     if used.entries > config.grading_dir_cap_files:
         return (f"failed: the candidate's process left more than {config.grading_dir_cap_files} files and "
                 f"directories in its grading directory (GraderConfig.grading_dir_cap_files)")
@@ -109,7 +112,8 @@ class Evidence:
     seen: bool
     """The configs graded are the task's seen ones (on which the task's tolerances are judged)."""
     reference_process: bool
-    """The references were computed in a trusted process of their own (``reference_device: cuda``)."""
+    """The references were computed in a trusted process of their own (``reference_device: cuda``, where that process
+    did not fail: else they were computed in this process)."""
     references_device: str = "cpu"
     """Where the references were held and the outputs compared (`GraderConfig.references_on_gpu`)."""
     seccomp: bool = True
@@ -528,7 +532,7 @@ def grade_checks(grader: Grader, session: GradingSession, *, copy_problems: list
                  warm=session.prepare_wait_s is not None, keep_worker=grader.keep_worker, fault=session.fault,
                  check=check, compared_ok=compared_ok, timed=timed, timed_ok=timed_ok, stages=stages, rows=rows, summary=summary, used=used,
                  observer_tool=grader._tool, seen=grader.configs == grader.task.configs_for(grader.hardware.interpreter),
-                 reference_process=gpu and spec.reference_device == "cuda" and session.references.device == "cpu",
+                 reference_process=session.references.used_process,
                  references_device=session.references.device,
                  seccomp=seccomp.program() is not None, cgroups_off=cgroups.unavailable_reason(),
                  root=os.geteuid() == 0)

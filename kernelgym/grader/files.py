@@ -184,6 +184,9 @@ class TreeUsage(NamedTuple):
 
     bytes: int
     entries: int
+    unreadable: int = 0
+    """Directories under the root the walk could not list (made unreadable by their owner): what they hold is not
+    counted, so a cap cannot be judged below them."""
 
 
 def tree_usage(root: Path, stop_above_bytes: int, stop_above_entries: int | None = None) -> TreeUsage:
@@ -192,16 +195,20 @@ def tree_usage(root: Path, stop_above_bytes: int, stop_above_entries: int | None
     (an empty file costs an inode and no block). Links are neither followed nor descended; linear in the entries
     walked, without recursion. The walk stops once bytes pass `stop_above_bytes` or entries pass
     `stop_above_entries` (None: no entry cap), so a huge tree costs no more than the caps say."""
-    total, entries, stack = 0, 0, [str(root)]
+    total, entries, unreadable, stack = 0, 0, 0, [str(root)]
     max_entries = stop_above_entries if stop_above_entries is not None else float("inf")
     try:
         total += os.lstat(root).st_blocks * 512
     except OSError:
         pass
     while stack and total <= stop_above_bytes and entries <= max_entries:
+        path = stack.pop()
         try:
-            listing = os.scandir(stack.pop())
+            listing = os.scandir(path)
+        except FileNotFoundError:
+            continue
         except OSError:
+            unreadable += path != str(root)
             continue
         with listing:
             for entry in listing:
@@ -217,7 +224,7 @@ def tree_usage(root: Path, stop_above_bytes: int, stop_above_entries: int | None
                     pass
                 if total > stop_above_bytes or entries > max_entries:  # one directory of millions stops here too
                     break
-    return TreeUsage(total, entries)
+    return TreeUsage(total, entries, unreadable)
 
 
 def tree_bytes(root: Path, stop_above: int) -> int:

@@ -123,10 +123,15 @@ def performance_gate(session: GradingSession, rows: list[dict], res: TimeResult 
 
 
 def gpu_turn_message(turn, what: str) -> str:
-    """What a harness's turn on the GPU's schedule (gpu_schedule.py) was, for a stage's messages: `what` (``timed``,
-    ``observed``) with the GPU to itself after waiting, or without it past the wait limit."""
+    """What a harness's turn on the GPU's schedule (gpu_schedule.py) was, as its process reported it, for a stage's
+    messages: `what` (``timed``, ``observed``) holding the lock after waiting, or without it (the lock could not be
+    opened, or was not free within the wait limit). The lock orders gradings only: an agent's own commands on the
+    GPU (bench, profile, shell) do not take it."""
+    if turn.error:
+        return f"GPU schedule: {what} without a turn: the lock could not be taken ({turn.error})"
     if turn.held:
-        return f"GPU schedule: {what} with this GPU to itself (waited {turn.waited_s:.2f} s for its turn)"
+        return (f"GPU schedule: {what} holding the GPU's lock, as the harness reported (waited {turn.waited_s:.2f} s "
+                f"for its turn; other gradings wait for it, an agent's own commands do not)")
     return (f"GPU schedule: {what} without a turn: the lock was not free after {turn.waited_s:.1f} s "
             f"(GraderConfig.gpu_wait_s), so other gradings' kernels may have run meanwhile")
 

@@ -24,6 +24,7 @@ import math
 import statistics
 import threading
 import time
+import warnings
 from pathlib import Path
 
 from kernelgym.backends import BACKENDS_DIR, backend_path, get_backend
@@ -113,10 +114,13 @@ class Grader(Preparing, Observing):
     def timeout_s(self) -> float:
         """The limit of one harness process, s: `GraderConfig.timeout_s`, or derived from the configs graded
         (`COMPILE_BUDGET_S` + `PER_CONFIG_S` per config, at least `TIMEOUT_FLOOR_S`)."""
+        # A process that waits its turn on the GPU's schedule (a candidate elsewhere may hold it) gets that wait on
+        # top: the wait must not eat the time a correct kernel needs.
+        wait = self.config.gpu_wait_s if self._gpu_lock else 0.0
         if self.config.timeout_s is not None:
-            return self.config.timeout_s
+            return self.config.timeout_s + wait
         per = PER_CONFIG_S["interpreter" if self.hardware.interpreter else "gpu"]
-        return max(TIMEOUT_FLOOR_S, COMPILE_BUDGET_S + per * max(len(self.configs), 1))
+        return max(TIMEOUT_FLOOR_S, COMPILE_BUDGET_S + per * max(len(self.configs), 1)) + wait
 
     @property
     def _static_check_on(self) -> bool:
@@ -373,7 +377,12 @@ class Grader(Preparing, Observing):
         grades; None otherwise (nothing is timed on the CPU interpreter)."""
         if not self.config.gpu_schedule or self.hardware.interpreter:
             return None
-        return gpu_schedule.lock_file()
+        try:
+            return gpu_schedule.lock_file()
+        except OSError as e:  # the cache folder cannot be written: grade unscheduled, and say so once
+            warnings.warn(f"GraderConfig.gpu_schedule: no lock file could be made ({e}); grading without the GPU's "
+                          f"schedule", RuntimeWarning, stacklevel=2)
+            return None
 
     def _harness_env(self, directory: Path | None = None) -> dict[str, str]:
         """The harness's environment: the interpreter's variables on the CPU; on a GPU, with `directory`, the

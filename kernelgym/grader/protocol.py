@@ -361,6 +361,8 @@ class GpuTurn:
     """Whether it held the lock for the whole block (False: it waited `waited_s`, the limit, and went on)."""
     waited_s: float
     """How long it waited for its turn, s."""
+    error: str | None = None
+    """Why the lock could not be taken at all (it could not be opened), else None."""
 
 
 def parse_gpu_turn(obj: Any) -> GpuTurn | None:
@@ -370,7 +372,8 @@ def parse_gpu_turn(obj: Any) -> GpuTurn | None:
     waited = obj.get("waited_s")
     if not isinstance(waited, (int, float)) or isinstance(waited, bool) or not 0 <= waited < 1e6:
         return None
-    return GpuTurn(obj["held"], float(waited))
+    error = obj.get("error")
+    return GpuTurn(obj["held"], float(waited), _text(error, 200) if isinstance(error, str) else None)
 
 
 def _floats(v: Any) -> list[float]:

@@ -93,6 +93,8 @@ class References:
         self.device = "cuda" if gpu and on_gpu and cuda_usable() else "cpu"
         subprocess_gpu = gpu and task.spec.reference_device == "cuda" and self.device == "cpu"
 
+        self.used_process = False
+        """Whether the references came from the trusted GPU reference process (False: computed in this process)."""
         self.computed_s: float | None = None
         """How long computing every job took, s (None until done): diagnosis of where a grading's time goes."""
         started = time.monotonic()
@@ -103,6 +105,7 @@ class References:
                     try:
                         computed = run_reference_process(task, jobs, Path(work_dir or "."))
                         prepared_all = [prepare_outputs(task, cfg, refs) for (cfg, s), refs in zip(jobs, computed)]
+                        self.used_process = True
                     except TaskSpecError:
                         # The GPU failed the process (out of memory: it runs while the agent works, and an agent's
                         # shell command or another env's candidate can fill the GPU): computed on the CPU instead,
