@@ -241,6 +241,9 @@ class KernelArenaEnv(gym.Env):
                 output += (f"\n[error: the workspace holds over {_size(used.bytes)}, more than its cap of "
                            f"{_size(self.workspace_cap_bytes)}: remove files (the grader copies only the editable "
                            f"files)]")
+            if used.unreadable:
+                output += (f"\n[error: {used.unreadable} directories of the workspace cannot be listed, so what they "
+                           f"hold is not held to the workspace's cap: make them readable (chmod u+rx) or remove them]")
             if used.entries > self.workspace_cap_files:
                 output += (f"\n[error: the workspace holds over {used.entries} files and directories, more than its "
                            f"cap of {self.workspace_cap_files}: remove files (the grader copies only the editable "
