@@ -66,7 +66,7 @@ def test_the_baseline_lists_every_grading_defence(grade):
         "static_provenance_check": "passed", "source_bytes_judged": "passed", "static_check_sandboxed": "passed",
         "whole_file_judged": "in force", "no_symlinked_editable_files": "passed", "editable_file_cap": "passed",
         "harness_timeout": "passed", "every_config_every_element": "passed", "dynamic_torch_op_check": "passed",
-        "dynamic_check_sees_suspension": "in force", "triton_launch_required": "in force",
+        "dynamic_check_sees_suspension": "in force", "triton_launch_required": "passed",
         "interpreter_compile_errors": "in force", "grading_dir_disk_check": "passed", "grading_dir_file_cap": "passed",
         "linear_source_scans": "off: no C++ sources (triton task)",
         "address_space_limit": "in force",  # no GPU passed in

@@ -64,6 +64,17 @@ def planned(grader: Grader, provenance: list[str], static_ran: bool) -> dict[str
             else "not run: no observer"}
 
 
+def launch_verdict(planned: str, check) -> str:
+    """The ``launch_counter`` key once the checked calls ran: ``failed`` naming the configs where none of the
+    candidate's own kernels launched (the harness's `ConfigRun.launch_missing`), else ``passed``; `planned` as it was
+    where the counter does not run for this language or no config ran."""
+    if not planned.startswith("ran") or not check.configs:
+        return planned
+    missing = [i for i, c in enumerate(check.configs) if c.launch_missing]
+    return (f"failed: none of the candidate's own kernels launched on config(s) {', '.join(map(str, missing))}"
+            if missing else "passed")
+
+
 def disk_check(used: TreeUsage, config: GraderConfig) -> str:
     """The ``disk`` key: what the grading directory held once the harness was done, or how it went past a cap."""
     if used.bytes > config.grading_dir_cap_bytes:
@@ -379,9 +390,17 @@ def interpreter_errors(e: Evidence) -> str:
     return _started(e) or IN_FORCE
 
 
-@reports("triton_launch_required", "launch_arguments_checked")
+@reports("launch_arguments_checked")
 def launch_counter(e: Evidence) -> str:
     return (f"off: no launch counter for {e.language} kernels" if not e.launch_counter else _checked(e) or IN_FORCE)
+
+
+@reports("triton_launch_required")
+def launch_required(e: Evidence) -> str:
+    if not e.launch_counter or (why := _checked(e)) is not None:
+        return launch_counter(e)
+    verdict = e.summary.get("launch_counter", "")
+    return verdict if verdict.startswith(("passed", "failed")) else IN_FORCE
 
 
 @reports("dynamic_torch_op_check")

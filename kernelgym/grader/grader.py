@@ -174,6 +174,7 @@ class Grader(Preparing, Observing):
             if checks["dynamic_check"] == "pending" and check.configs:
                 checks["dynamic_check"] = ("failed" if any(c.dynamic_check_failed for c in check.configs)
                                            else "passed")
+            checks["launch_counter"] = grade_checks.launch_verdict(checks["launch_counter"], check)
             if checks["disk"].startswith("failed"):
                 correct_stage.passed = False
                 correct_stage.messages.append(checks["disk"])

@@ -146,6 +146,10 @@ def _plain(out):
                        "could be computed when copied out rather than by the kernel")
 
 
+class LaunchMissing(RuntimeError):
+    """A checked call launched none of the candidate's own kernels (the backend's launch counter saw none)."""
+
+
 class ProvenanceError(RuntimeError):
     """The dynamic check failed a checked call: PyTorch computed during it, or the call changed the dispatch-mode
     stack (see `OpRecorder`)."""
@@ -261,8 +265,8 @@ def check(req, fn, inputs, backend, warmup_inputs=()):
                 counter.reset()
             ret = recorded_call(fn, args, allowed) if req.dynamic_check else fn(*args)
             if counting and counter.count == 0:
-                raise RuntimeError(f"no {counter.what} from the candidate's files was launched: the output was "
-                                   "computed some other way (a PyTorch fallback?)")
+                raise LaunchMissing(f"no {counter.what} from the candidate's files was launched: the output was "
+                                    "computed some other way (a PyTorch fallback?)")
             if req.device != "cpu":
                 _synchronize()
             for slot, out in zip(req.outputs, collect(ret, args, req.outputs)):
@@ -270,7 +274,8 @@ def check(req, fn, inputs, backend, warmup_inputs=()):
         except Exception as exc:  # noqa: BLE001 - a failing kernel is data
             if backend.is_compile_error(exc) and not isinstance(exc, ProvenanceError):
                 return {"stage": "compile", "ok": False, "error": tb(), "configs": configs}
-            entry.update(ok=False, error=tb(8), dynamic_check_failed=isinstance(exc, ProvenanceError))
+            entry.update(ok=False, error=tb(8), dynamic_check_failed=isinstance(exc, ProvenanceError),
+                         launch_missing=isinstance(exc, LaunchMissing))
         configs.append(entry)
     if req.observe:
         _marker()

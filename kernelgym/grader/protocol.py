@@ -292,6 +292,8 @@ class ConfigRun:
     error: str | None = None
     dynamic_check_failed: bool = False
     """The harness's dynamic check failed this config (PyTorch computed, or the dispatch-mode stack changed)."""
+    launch_missing: bool = False
+    """The launch counter saw none of the candidate's own kernels launched on this config."""
 
 
 @dataclass
@@ -316,7 +318,7 @@ def parse_check_result(obj: Any, n_configs: int) -> CheckResult:
     for c in (configs if isinstance(configs, list) else [])[:n_configs]:
         if isinstance(c, dict):
             runs.append(ConfigRun(c.get("ok") is True, None if c.get("ok") is True else _text(c.get("error")),
-                                  c.get("dynamic_check_failed") is True))
+                                  c.get("dynamic_check_failed") is True, c.get("launch_missing") is True))
         else:
             runs.append(ConfigRun(False, "config result malformed"))
     error = obj.get("error")

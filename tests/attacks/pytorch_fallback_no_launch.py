@@ -29,3 +29,6 @@ def test_pytorch_fallback_without_a_triton_launch_fails(grade):
     g = grade(FALLBACK, config=GraderConfig(static_check=False, dynamic_check=False))
     assert g.compiled and not g.correct and g.score == 20.0
     assert "no triton kernel" in "\n".join(g.stages[1].messages).lower()
+    # The grade's checks name the launch counter's verdict (the harness's launch_missing per config).
+    assert g.checks["launch_counter"].startswith("failed: none of the candidate's own kernels launched on config(s) 0")
+    assert g.checks["triton_launch_required"] == g.checks["launch_counter"]
