@@ -452,10 +452,7 @@ def run_task(args: argparse.Namespace) -> tuple[int, list[dict], Path]:
     env.close()
     print_results(results, hw.interpreter)
     if hw.interpreter:
-        console.print("[yellow]CPU interpreter: correctness only. Nothing was timed, so no speedup was measured"
-                      + (", and the tuner ranked its variants by bench.py's model of the bytes they move: an estimate, not a "
-                         "measurement" if args.policy == "tuner"
-                         else "") + ".[/]")
+        print_interpreter_note(args.policy == "tuner")
     console.print(f"trajectories: {run_dir / 'trajectories.jsonl'}")
     if results and all(r.get("policy_error") for r in results):
         console.print("[red]every episode ended with a policy error: the scores are the kernels as they stood[/]")
@@ -545,6 +542,13 @@ def _tokens_cell(u: dict | None) -> str:
         return "-"
     prompt = u["input_tokens"] + u.get("cache_write_tokens", 0)
     return f"{prompt}/{u['output_tokens']}/{u['cached_tokens']}"
+
+
+def print_interpreter_note(tuner: bool) -> None:
+    """The line after a run on the CPU interpreter: nothing was timed (and, for the tuner, what ranked its variants)."""
+    console.print("[yellow]CPU interpreter: correctness only. Nothing was timed, so no speedup was measured"
+                  + (", and the tuner ranked its variants by bench.py's model of the bytes they move: an estimate, not a "
+                     "measurement" if tuner else "") + ".[/]")
 
 
 def print_results(results: list[dict], interpreter: bool) -> None:

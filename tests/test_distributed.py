@@ -153,8 +153,9 @@ def _verdicts(results) -> list:
 
 
 @pytest.mark.timeout(500)
-def test_ray_backend_matches_local_and_resumes(tmp_path, require_bwrap):
+def test_ray_backend_matches_local_and_resumes(tmp_path, require_bwrap, capsys):
     assert _run("--backend", "ray", "--num-envs", 2, "--run-dir", tmp_path / "ray") == 0
+    assert "CPU interpreter: correctness only" in capsys.readouterr().out  # as the local backend says it
     assert _run("--run-dir", tmp_path / "local") == 0
     on_ray, local = _runs(tmp_path / "ray"), _runs(tmp_path / "local")
     assert set(on_ray) == set(local) == set(TASKS)

@@ -171,6 +171,8 @@ def run_on_ray(args: argparse.Namespace, cli) -> int:
     if len(runs) > 1:
         cli.print_runs_table([(r.settings["task"], r.settings["policy"], r.results, r.run_dir) for r in runs],
                          interpreter)
+    if interpreter and runs:
+        cli.print_interpreter_note(any(r.settings["policy"] == "tuner" for r in runs))
     codes = [2 if run.error else 3 if run.results and all(r.get("policy_error") for r in run.results) else 0
              for run in runs]
     return 2 if 2 in codes or not runs else 3 if all(c == 3 for c in codes) else 0
