@@ -34,9 +34,10 @@ from kernelgym.grader.outcome import FAULT_INFRA, FAULT_TIMEOUT
 from kernelgym.grader.protocol import CheckResult, TimeResult
 from kernelgym.grader.static_check import StaticCheck
 
-if TYPE_CHECKING:
-    from kernelgym.grader.grader import Grader
+if TYPE_CHECKING:  # `Grader` (grader.py) is not imported even here: grader.py imports this module
     from kernelgym.grader.session import GradingSession
+
+    Grader = object
 
 PASSED, IN_FORCE = "passed", "in force"
 
