@@ -10,6 +10,7 @@
 #     bash benchmarks/gpu_issue24.sh baselines   # every Triton baseline graded once (220 +- 1%), about 4 min
 #     bash benchmarks/gpu_issue24.sh session4    # rmsnorm at 1, 8, 12 envs, references on the GPU or not, the schedule (9 min)
 #     bash benchmarks/gpu_issue24.sh session4b   # cuda-softmax's warm resets, matmul at 8 past its first gradings (6 min)
+#     bash benchmarks/gpu_issue24.sh session4b-cuda | session4b-matmul   # one half of session4b (2 or 4 min)
 #     bash benchmarks/gpu_issue24.sh baselines-parallel [--references-on-gpu]  # the 24 Triton baselines, 4 at once (5 min)
 # COMMIT=<hash> names the commit measured in machine.txt (the device's copy of .git is not the checkout's).
 # Copy $OUT into benchmarks/results/ with the machine and date.
@@ -60,6 +61,12 @@ session4b)
     # cuda-softmax at 1 env over a window long enough for warm resets, matmul at 8 past its first gradings, both
     # with references on the GPU (about 6 min).
     tp 120 cuda-softmax 1 75 s4_cuda_softmax_n1.json --references-on-gpu
+    tp 210 triton-matmul 8 140 s4_matmul_n8_refgpu.json --references-on-gpu
+    ;;
+session4b-cuda)
+    tp 120 cuda-softmax 1 75 s4_cuda_softmax_n1.json --references-on-gpu
+    ;;
+session4b-matmul)
     tp 210 triton-matmul 8 140 s4_matmul_n8_refgpu.json --references-on-gpu
     ;;
 baselines-parallel)

@@ -194,8 +194,8 @@ def main() -> int:
     ap.add_argument("--no-unseen", action="store_true", help="do not run the references on the unseen configs")
     ap.add_argument("--budget-s", type=float, default=510.0,
                     help="no grading starts after this many seconds; what was graded is written")
-    ap.add_argument("--references-on-gpu", action="store_true",
-                    help="GraderConfig.references_on_gpu: references and comparisons on the GPU")
+    ap.add_argument("--references-on-gpu", action=argparse.BooleanOptionalAction, default=True,
+                    help="GraderConfig.references_on_gpu: references and comparisons on the GPU (the default)")
     ap.add_argument("--gpu-schedule", action="store_true", help="GraderConfig.gpu_schedule: take turns on the GPU")
     ap.add_argument("--merge", nargs="+", metavar="JSON",
                     help="grade nothing: merge these runs' JSON files into --out and print one table")

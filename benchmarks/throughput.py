@@ -156,12 +156,12 @@ def _cpu_busy(before: tuple[int, int] | None) -> float | None:
 
 
 def measure(task: str, n_envs: int, seconds: float, run_root: Path, harness_threads: int = 4,
-            gpu_schedule: bool = False, references_on_gpu: bool = False) -> dict:
+            gpu_schedule: bool = False, references_on_gpu: bool = True) -> dict:
     """N envs in N processes for `seconds`; gradings that finished in the window count. `gpu_schedule`:
     `GraderConfig.gpu_schedule` (the envs take turns on the GPU for their timed and observed runs);
     `references_on_gpu`: `GraderConfig.references_on_gpu`."""
     grader_kwargs = {"harness_cpu_threads": harness_threads, **({"gpu_schedule": True} if gpu_schedule else {}),
-                     **({"references_on_gpu": True} if references_on_gpu else {})}
+                     "references_on_gpu": references_on_gpu}
     ctx = mp.get_context("spawn")
     queue = ctx.Queue()
     sampler = _GpuSampler()
@@ -213,8 +213,8 @@ def main() -> None:
     ap.add_argument("--run-dir", default="/tmp/kg-throughput")
     ap.add_argument("--harness-threads", type=int, default=4, help="GraderConfig.harness_cpu_threads")
     ap.add_argument("--gpu-schedule", action="store_true", help="GraderConfig.gpu_schedule: take turns on the GPU")
-    ap.add_argument("--references-on-gpu", action="store_true",
-                    help="GraderConfig.references_on_gpu: references and comparisons on the GPU")
+    ap.add_argument("--references-on-gpu", action=argparse.BooleanOptionalAction, default=True,
+                    help="GraderConfig.references_on_gpu: references and comparisons on the GPU (the default)")
     ap.add_argument("--out", default="throughput.json")
     args = ap.parse_args()
     results = []

@@ -73,19 +73,20 @@ class GraderConfig:
     harness_cpu_threads: int = 4
     """CPU threads of each harness process on a GPU (``OMP_NUM_THREADS``): its CPU work (loading inputs, saving
     outputs) is small beside its GPU work, and N envs on one host run 2-3 such processes each."""
-    references_on_gpu: bool = False
+    references_on_gpu: bool = True
     """On a GPU, compute the references and compare the candidate's outputs on it, in the env's own trusted process
-    (the task's input builder still draws on the CPU): a grading's references and comparisons cost about 7
-    CPU-seconds on the CPU (rmsnorm's 5 configs, two seeds), the host's bottleneck with 8 envs. They then run before
-    the candidate and after it, never while it is timed (no early comparisons). Falls back to the CPU in a process
-    forked after CUDA started there (CUDA cannot start again in it), and per reference or comparison where the GPU
-    fails it (out of memory). Off by default until measured on the H200 (`benchmarks/throughput.py
-    --references-on-gpu`). False: on the CPU, or, for ``reference_device: cuda`` tasks, in a trusted GPU process of
-    their own."""
+    (the task's input builder still draws on the CPU): on the CPU a grading's references and comparisons cost 8-11
+    CPU-seconds (rmsnorm's 5 configs, two seeds), the host's bottleneck with 8 envs; on the GPU 2.4. They then run
+    before the candidate and after it, never while it is timed (no early comparisons). Falls back to the CPU in a
+    process forked after CUDA started there (CUDA cannot start again in it), and per reference or comparison where
+    the GPU fails it (out of memory). On by default since the H200 measured it (benchmarks/results/README.md,
+    2026-12-04: rmsnorm 2128 gradings an hour at 8 envs against 1553, every Triton baseline 220 +- 1%). False: on
+    the CPU, or, for ``reference_device: cuda`` tasks, in a trusted GPU process of their own."""
     gpu_schedule: bool = False
     """Take turns on the GPU with every other grading on this host (env processes, vector-env workers, Ray actors):
     a grading's timed runs, and an observed run's checked calls, hold the GPU's lock (gpu_schedule.py), so no two
-    gradings time at once; everything else overlaps. Off by default until measured on the H200."""
+    gradings time at once; everything else overlaps. Off by default: on the H200 (2026-12-04) it lowered rmsnorm's
+    gradings an hour at 8 envs from 2128 to 1687 and did not lower the noise (both 0.1-0.2% median)."""
     gpu_wait_s: float = 60.0
     """The longest a timed or observed run waits for its turn on the GPU, s; past it, it runs without the lock and
     the grade says so (a candidate that holds the lock delays the others by at most this)."""
