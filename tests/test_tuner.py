@@ -315,14 +315,19 @@ def test_per_size_class_kernel_is_tried_where_the_classes_best_differ():
 
 def test_dispatch_by_size_class_makes_the_wrapper_choose_per_call():
     out = dispatch_by_size_class(source("matmul"), "matmul", ["BLOCK_M", "NUM_WARPS"], {4096: (16, 2)}, (128, 8))
-    namespace = {}
+    import torch
+    namespace = {"torch": torch}
     exec(out[out.index("_TUNER_BY_SIZE_CLASS ="):out.index("def matmul(")], namespace)
     assert namespace["_TUNER_BY_SIZE_CLASS"] == {4096: (16, 2)} and namespace["_TUNER_DEFAULT"] == (128, 8)
     body = out[out.index("def matmul("):]
     # The first statement after the docstring: the grid below it is computed from the chosen values.
     assert body.splitlines()[2] == "    BLOCK_M, NUM_WARPS = _TUNER_BY_SIZE_CLASS.get(_tuner_size_class(a, b), _TUNER_DEFAULT)"
-    small, big = types.SimpleNamespace(numel=lambda: 4000), types.SimpleNamespace(numel=lambda: 10 ** 6)
-    assert namespace["_tuner_size_class"](small, 3) == 4096 and namespace["_tuner_size_class"](big) == 1 << 20
+    small, big = torch.empty(4000, dtype=torch.int8), torch.empty(10 ** 6, dtype=torch.int8)
+    size_class = namespace["_tuner_size_class"]
+    assert size_class(small, 3) == 4096 and size_class(big) == 1 << 20 and size_class(3) == 1
+    # The class is the one SIZE_CLASS_CMD prints for the same inputs: 1 << (n - 1).bit_length().
+    for n in (1, 2, 3, 4096, 4097):
+        assert size_class(torch.empty(n, dtype=torch.int8)) == 1 << max(n - 1, 0).bit_length()
     with pytest.raises(ValueError, match="no top-level function 'nope'"):
         dispatch_by_size_class(source("matmul"), "nope", ["BLOCK_M"], {}, (64,))
 
@@ -548,3 +553,139 @@ def test_the_tuner_loads_from_a_checkout_on_pythonpath_never_installed():
     proc = subprocess.run([sys.executable, "-S", "-c", code], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip() == str(DEFAULT_POLICIES_ROOT / "tuner" / "launch_params.py")
+
+
+# -- The grader's static check on the tuner's variants --------------------------------------------------------------
+QUANT = "per-token-quant-int8"
+#: The per-size-class choice the tuner measured at 1.18x on an H200 for triton-per-token-quant-int8 and the grader
+#: then refused (provenance_refused): its helper used `hasattr` and `int.bit_length`.
+QUANT_CLASSES = {8192: (1024, 8), 1048576: (4096, 16), 8388608: (1024, 4), 33554432: (4096, 8)}
+#: The helper as dispatch_by_size_class wrote it then.
+OLD_SIZE_CLASS_FN = '''
+
+def _tuner_size_class(*args):
+    """The size class of a call: the next power of two of its largest tensor argument's element count."""
+    n = max([a.numel() for a in args if hasattr(a, "numel")] or [0])
+    return 1 << max(n - 1, 0).bit_length()
+'''
+
+
+def task_prompt(task, steps=200):
+    """A prompt naming the task's entry point and reference as kernelgym/prompt.py does, and the budget."""
+    from kernelgym.task import load_task
+    spec = load_task(DEFAULT_TASKS_ROOT / "triton" / task).spec
+    return (f"Entry point: `{spec.entry_point}`. Target kernel functions: x.\nReference (read-only, for "
+            f"understanding): `{spec.reference}`. `configs.json` lists the seen configs.\n"
+            f"- You have {steps} steps and 3600 s; the episode is graded when you submit.")
+
+
+def static_findings(task, src):
+    from kernelgym.grader.provenance import check_source
+    from kernelgym.task import load_task
+    spec = load_task(DEFAULT_TASKS_ROOT / "triton" / task).spec
+    return [str(f) for f in check_source({"kernel.py": src}, spec.entry_point, spec.reference)]
+
+
+def quant_per_class():
+    return dispatch_by_size_class(source(QUANT), "per_token_quant_int8", ["BLOCK_SIZE", "NUM_WARPS"], QUANT_CLASSES,
+                                  (1024, 4))
+
+
+def test_the_per_size_class_variant_of_per_token_quant_int8_passes_the_grader_static_check():
+    assert static_findings(QUANT, source(QUANT)) == []
+    out = quant_per_class()
+    assert "_TUNER_BY_SIZE_CLASS = {8192: (1024, 8), 1048576: (4096, 16)" in out
+    assert static_findings(QUANT, out) == []
+
+
+@pytest.mark.parametrize("task", sorted(p.name for p in (DEFAULT_TASKS_ROOT / "triton").iterdir()
+                                        if (p / "kernel.py").is_file()))
+def test_per_size_class_dispatch_passes_the_static_check_wherever_it_applies(task):
+    from kernelgym.task import load_task
+    src = source(task)
+    try:
+        lp = find_launch_params(src)
+    except UnparsableKernel:
+        pytest.skip("no launch parameters")
+    entry = load_task(DEFAULT_TASKS_ROOT / "triton" / task).spec.entry_point.split(":")[1]
+    names = [p.name for p in lp.params if lp.dispatchable(p.name) and lp.wrapper_of.get(p.name) == entry]
+    if not names:
+        pytest.skip("no constant the entry point alone reads")
+    before = static_findings(task, src)
+    out = dispatch_by_size_class(src, entry, names, {4096: tuple(lp.by_name()[n].value for n in names)},
+                                 tuple(lp.by_name()[n].value for n in names))
+    assert static_findings(task, out) == before == []
+
+
+def quant_answer(src):
+    """Per-config speedups whose best block differs between the small config and the two large ones, so the tuner
+    tries a per-size-class kernel, which measures best."""
+    if "_TUNER_BY_SIZE_CLASS" in src:
+        per = [1.3, 1.25, 1.25]
+    else:
+        block = find_launch_params(src).by_name()["BLOCK_SIZE"].value
+        per = {512: [1.3, 1.0, 1.0], 2048: [1.0, 1.25, 1.25]}.get(block, [1.0, 1.0, 1.0])
+    return bench("measured", sum(per) / 3, per=[(128, per[0]), (1024, per[1]), (4096, per[2])], band=(0.99, 1.01))
+
+
+QUANT_SIZE_CLASSES = "ENTRY per_token_quant_int8\nSIZE_CLASS 0 8192\nSIZE_CLASS 1 1048576\nSIZE_CLASS 2 1048576\n"
+
+
+def test_the_tuner_submits_a_per_size_class_quant_kernel_the_grader_accepts():
+    p = load_policy("tuner", rewrites=[], verbose=False, ranked=False)
+    d = Driver(p, quant_answer, prompt=task_prompt(QUANT), size_classes=QUANT_SIZE_CLASSES)
+    final = d.run(source(QUANT))
+    assert p._entry_point == "kernel.py:per_token_quant_int8"
+    assert "_TUNER_BY_SIZE_CLASS = {8192: (512,), 1048576: (2048,)}" in final
+    assert static_findings(QUANT, final) == []
+    # Every variant the tuner wrote (each one it measured) passes the check; none was refused.
+    writes = [a["content"] for a in d.actions if a["kind"] == "write_file"]
+    assert writes and all(static_findings(QUANT, w) == [] for w in writes)
+    assert p.refused == [] and "refused" not in p.summary
+
+
+def test_a_variant_the_static_check_refuses_is_never_measured_and_is_reported(monkeypatch):
+    # The helper as it was (hasattr, int.bit_length): the grader refuses the per-size-class kernel, so the tuner
+    # must skip it rather than measure it and submit it.
+    import kernelgym.policies.tuner.launch_params as launch_params
+    monkeypatch.setattr(launch_params, "SIZE_CLASS_FN", OLD_SIZE_CLASS_FN)
+    old = quant_per_class()
+    assert any("[refused_names]" in f for f in static_findings(QUANT, old))
+    p = load_policy("tuner", rewrites=[], verbose=False, ranked=False)
+    d = Driver(p, quant_answer, prompt=task_prompt(QUANT), size_classes=QUANT_SIZE_CLASSES)
+    final = d.run(source(QUANT))
+    writes = [a["content"] for a in d.actions if a["kind"] == "write_file"]
+    assert not any("_TUNER_BY_SIZE_CLASS" in w for w in writes)  # never written, so never measured or submitted
+    assert "_TUNER_BY_SIZE_CLASS" not in final and static_findings(QUANT, final) == []
+    (label, findings), = p.refused
+    assert label.startswith("original per size class: 8192: BLOCK_SIZE=512")
+    assert any("uses `hasattr`" in f and f.endswith("[refused_names]") for f in findings)
+    assert any("`.bit_length()`" in f and f.endswith("[host_methods_allowed]") for f in findings)
+    line = next(x for x in p.summary.splitlines() if x.strip().startswith("original per size class"))
+    assert "refused by the grader's static check (not measured)" in line and "[refused_names]" in line
+    assert "1 variant(s) refused by the grader's static check" in p.summary
+    assert [e["measure"] for e in p.log].count("refused") == 1
+
+
+def test_a_refused_rewrite_is_skipped_and_the_entry_point_comes_from_configs_json(tmp_path):
+    rewrite = tmp_path / "refused.py"
+    rewrite.write_text(source(QUANT).replace("    if x.stride(-1) != 1:", "    if getattr(x, 'is_cuda'):\n        pass\n"
+                                             "    if x.stride(-1) != 1:"))
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    (workspace / "kernel.py").write_text(source(QUANT))
+    (workspace / "bench.py").write_text("")
+    (workspace / "configs.json").write_text('{"entry_point": "kernel.py:per_token_quant_int8", '
+                                            '"reference": "reference.py:per_token_quant_int8_reference"}')
+    p = load_policy("tuner", params={"BLOCK_SIZE": [2048]}, verbose=False,
+                    rewrites=[{"name": "refused", "file": str(rewrite), "requires": ["per_token_quant_int8_kernel"]}])
+    d = Driver(p, lambda src: bench("measured", 1.5 if "getattr" in src else 1.0))
+    p.reset({"output": "", "prompt": "You have 50 steps and 3600 s"}, {"workspace": str(workspace)})
+    assert p._entry_point == "kernel.py:per_token_quant_int8"
+    assert p._reference == "reference.py:per_token_quant_int8_reference"
+    final = d.run(source(QUANT))
+    assert final == source(QUANT)
+    assert not any("getattr" in a.get("content", "") for a in d.actions)
+    assert [label for label, _ in p.refused] == ["rewrite 'refused'"]
+    assert "rewrite 'refused': refused by the grader's static check (not measured): kernel.py:" in p.summary
+    assert "[refused_names]" in p.summary

@@ -369,13 +369,30 @@ def set_params(source: str, values: dict[str, int]) -> str:
     return "".join(lines)
 
 
+#: The helper `dispatch_by_size_class` adds; ``{torch}`` is the name the file binds torch to. It keeps to what the
+#: grader's static check (kernelgym/grader/provenance.py) lets host code use: ``isinstance`` against torch.Tensor and
+#: a doubling loop, not ``hasattr`` (refused_names) or ``int.bit_length`` (host_methods_allowed), which would make the
+#: grader refuse the whole file. Its class is the one measure.SIZE_CLASS_CMD prints.
 SIZE_CLASS_FN = '''
 
 def _tuner_size_class(*args):
-    """The size class of a call: the next power of two of its largest tensor argument's element count."""
-    n = max([a.numel() for a in args if hasattr(a, "numel")] or [0])
-    return 1 << max(n - 1, 0).bit_length()
+    """The size class of a call: the next power of two of its largest tensor argument's element count (1 if none)."""
+    n = max([a.numel() for a in args if isinstance(a, {torch}.Tensor)] or [0])
+    size_class = 1
+    while size_class < n:
+        size_class *= 2
+    return size_class
 '''
+
+
+def _torch_name(tree: ast.Module) -> str | None:
+    """The name a top-level ``import torch`` (``as X``) binds, or None."""
+    for node in tree.body:
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.name == "torch":
+                    return alias.asname or "torch"
+    return None
 
 
 def dispatch_by_size_class(source: str, wrapper: str, names: list[str], table: dict[int, tuple[int, ...]],
@@ -383,6 +400,8 @@ def dispatch_by_size_class(source: str, wrapper: str, names: list[str], table: d
     """`source` whose `wrapper` picks the constants `names` per size class of its call (`_tuner_size_class`): the
     values `table[class]`, else `default`. The constants become the wrapper's locals, so a grid it computes from
     them follows.
+    The helper names ``torch.Tensor`` through the file's own top-level ``import torch`` (``as X``); a file without
+    one gets that import above the helper.
 
     Raises:
         ValueError: `wrapper` is not a top-level function of `source`, or a name is not a module-level constant.
@@ -404,7 +423,10 @@ def dispatch_by_size_class(source: str, wrapper: str, names: list[str], table: d
     line = f"{indent}{target} = _TUNER_BY_SIZE_CLASS.get(_tuner_size_class({args}), _TUNER_DEFAULT)\n"
     lines = source.splitlines(keepends=True)
     lines.insert(first.lineno - 1, line)
-    header = (f"\n# Chosen by kernelgym's tuner per size class: {', '.join(names)}\n"
+    torch_name = _torch_name(tree)
+    header = ("" if torch_name else "\nimport torch\n") + (
+              f"\n# Chosen by kernelgym's tuner per size class: {', '.join(names)}\n"
               f"_TUNER_BY_SIZE_CLASS = {{{rows}}}\n_TUNER_DEFAULT = {tuple(default)!r}\n")
-    lines.insert(fn.lineno - 1 - len(fn.decorator_list), header + SIZE_CLASS_FN + "\n\n")
+    helper = SIZE_CLASS_FN.replace("{torch}", torch_name or "torch")
+    lines.insert(fn.lineno - 1 - len(fn.decorator_list), header + helper + "\n\n")
     return "".join(lines)

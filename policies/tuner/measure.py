@@ -43,9 +43,13 @@ class Measure:
     """A screening measure (bench alone, fewer runs): it ranks candidates, it never qualifies one for submission."""
     seconds: float = math.nan
     """Wall time of the measure command, as the tuner saw it (its budget is spent in these)."""
+    refused: list[str] = field(default_factory=list)
+    """The grader's static check refused the variant (``file:line: what [rule]`` each): it was never measured."""
 
     def describe(self) -> str:
         """One phrase: correct or not, and the measure with its kind said (a model is labelled a model)."""
+        if self.refused:
+            return f"refused by the grader's static check, not measured: {'; '.join(self.refused)}"
         if not self.correct:
             return ("WRONG or failed (not kept)" if not self.screen else
                     "failed its screening (a config not timed, or a checked run differed; not kept)")

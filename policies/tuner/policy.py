@@ -25,6 +25,12 @@ The search, within the episode's step and time budgets (read from the prompt; ``
    the original is. A kernel the finder cannot parse gets no launch search, and the original is submitted, saying
    why.
 
+Static check: before a variant is written and measured, the tuner runs the grader's static provenance check
+(kernelgym/grader/provenance.py, `check_files`, on the kernel file, with the task's entry point and reference read
+off the prompt or the workspace's configs.json) over its source. A variant the check refuses is not measured (the
+grader would fail it on correctness whatever its speed): it counts as failed, and the summary lists it as refused
+with the check's findings. The original is checked too; its own findings are noted.
+
 Screening (on a GPU, ``screen_cmd``): every candidate of steps 2-3 is measured by bench alone with fewer runs (no
 check.py), which costs a fraction of a full measure; the ``finalists`` best screened variants above the bar are
 then measured in full (``check_cmd``: check.py on every seen config, then bench). The first finalist whose full
@@ -42,6 +48,7 @@ from __future__ import annotations
 
 import dataclasses
 import importlib.util
+import json
 import math
 import re
 import sys
@@ -51,6 +58,8 @@ from pathlib import Path
 from typing import Any, Generator
 
 from kernelgym.errors import PolicyConfigError
+from kernelgym.grader.files import MAX_EDITABLE_BYTES
+from kernelgym.grader.provenance import check_files
 
 HERE = Path(__file__).resolve().parent
 
@@ -78,6 +87,13 @@ from kernelgym.policies.tuner.measure import (SIZE_CLASS_CMD, Measure, Tried, pa
                                               parse_size_classes)
 
 BUDGET_IN_PROMPT = re.compile(r"You have (\d+) steps and (\d+) s")
+#: The task's entry point and reference as the prompt states them (kernelgym/prompt.py's "## Files" section).
+ENTRY_IN_PROMPT = re.compile(r"Entry point: `([^`:]+:[^`]+)`")
+REFERENCE_IN_PROMPT = re.compile(r"Reference \(read-only, for understanding\): `([^`:]+:[^`]+)`")
+#: Stand-ins where neither the prompt nor configs.json names them: an entry point in no file checks every rule but
+#: the entry point's own (`entry_point_fixed`); the reference's module name only widens the imports refused.
+UNKNOWN_ENTRY = "<unknown>:<unknown>"
+UNKNOWN_REFERENCE = "reference.py:<unknown>"
 INTERPRETER_NOTE = ("On the CPU interpreter nothing is timed: the reward of 120 means the kernel is correct, not that "
                     "it was timed (the interpreter's grade has no speedup term).")
 
@@ -144,6 +160,7 @@ class TunerPolicy:
         self.config = config
         self.log: list[dict[str, Any]] = []
         self.summary = ""
+        self.refused: list[tuple[str, list[str]]] = []  # (label, findings) of variants the static check refused
 
     def reset(self, observation: dict[str, str], info: dict[str, Any]) -> None:
         """Start an episode.
@@ -159,7 +176,10 @@ class TunerPolicy:
                 raise PolicyConfigError(
                     f"the tuner works on kernelgym's own Triton tasks: this workspace has no {' and no '.join(missing)} "
                     f"(set `file` in the tuner's config for another kernel file; reference-format tasks have no bench.py)")
-        m = BUDGET_IN_PROMPT.search((observation or {}).get("prompt", ""))
+        prompt = (observation or {}).get("prompt", "")
+        self._entry_point, self._reference = _task_names(prompt, workspace)
+        self.refused = []
+        m = BUDGET_IN_PROMPT.search(prompt)
         self._steps_left = int(m.group(1)) if m else None
         budgets = [b for b in (float(m.group(2)) if m else None, self.config.time_budget_s) if b is not None]
         self._time_budget_s = min(budgets) if budgets else None
@@ -278,14 +298,41 @@ class TunerPolicy:
         self._say(f"{label}: {m.describe()} [{seconds:.1f} s]")
         return m
 
+    def static_findings(self, source: str) -> list[str]:
+        """What the grader's static provenance check says of `source` as the tuned kernel file: its findings (and
+        source errors), each ``file:line: what [rule]`` as the grade reports them; empty where it passes.
+
+        The check reads syntax trees only (nothing in `source` is imported or run), so it runs in this process; the
+        grader runs the same `check_files` in a sandbox because its candidates are hostile, which these are not.
+        """
+        result = check_files({self.config.file: source.encode()}, self._entry_point, self._reference,
+                             MAX_EDITABLE_BYTES)
+        return [f"{f['file']}:{int(f['line'])}: {f['what']}" + (f" [{f['rule']}]" if f.get("rule") else "")
+                for f in result["source_errors"] + result["findings"]]
+
     def _trial(self, source: str, label: str):
-        """A candidate's measure: a screen where screening is on (GPU), else the full measure."""
+        """A candidate's measure: a screen where screening is on (GPU), else the full measure; a variant the
+        grader's static check refuses is not written or measured (a failed `Measure` with `refused` set)."""
+        findings = self.static_findings(source)
+        if findings:
+            self.refused.append((label, findings))
+            self.log.append({"variant": label, "correct": False, "kind": "refused", "score": math.nan,
+                             "bytes_ratio": math.nan, "band": [math.nan, math.nan],
+                             "values": constants(source, self.config.params), "measure": "refused",
+                             "seconds": None, "findings": findings})
+            m = Measure(False, "check", math.nan, refused=findings)
+            self._say(f"{label}: {m.describe()}")
+            return m
         return (yield from self._measure(source, label, screen=self._screening))
 
     def _run(self) -> Generator[dict[str, Any], dict[str, str], None]:
         cfg = self.config
         obs = yield {"kind": "read_file", "path": cfg.file}
         original = obs["output"]
+        own = self.static_findings(original)
+        if own:
+            # The grader refuses the original as it stands; variants with the same findings are skipped as refused.
+            self._note(f"the original kernel is refused by the grader's static check: {'; '.join(own)}")
         missing = sorted(set(cfg.params) - set(constants(original, cfg.params)))
         if missing:  # a misspelt name would otherwise search nothing, silently
             self._say(f"params {', '.join(missing)}: no module-level integer constant of that name in {cfg.file} "
@@ -428,9 +475,14 @@ class TunerPolicy:
         def how(m: Measure) -> str:
             kind = " screening" if m.screen else " full measure" if self._screening else ""
             return f" ({kind.strip()}, {m.seconds:.0f} s)" if kind and not math.isnan(m.seconds) else ""
-        lines += [f"  {t.label.removesuffix(' (full measure)')}: "
-                  + (f"{t.measure.score:.4f}{unit}" if t.measure.correct else "wrong or failed") + how(t.measure)
-                  for t in tried[1:]]
+        def result(m: Measure) -> str:
+            if m.refused:
+                return "refused by the grader's static check (not measured): " + "; ".join(m.refused)
+            return (f"{m.score:.4f}{unit}" if m.correct else "wrong or failed") + how(m)
+        lines += [f"  {t.label.removesuffix(' (full measure)')}: {result(t.measure)}" for t in tried[1:]]
+        if self.refused:
+            lines.append(f"  - {len(self.refused)} variant(s) refused by the grader's static check and not measured "
+                         f"(entry point {self._entry_point})")
         if self._screening or self._time_budget_s is not None:
             elapsed = time.monotonic() - self._start
             lines.append(f"  - search time {elapsed:.0f} s" + (f" of {self._time_budget_s:.0f} s" if self._time_budget_s
@@ -591,3 +643,20 @@ class TunerPolicy:
             f"{c}: " + ", ".join(f"{n}={v[n]}" for n in differ) for c, v in choice.items())
         m = yield from self._trial(src, label)
         return [Tried(label, src, {**best.values, "per size class": len(choice)}, m, name)]
+
+
+def _task_names(prompt: str, workspace: Path) -> tuple[str, str]:
+    """(entry point, reference) as ``file.py:function``: from the prompt, else the workspace's configs.json, else
+    `UNKNOWN_ENTRY` / `UNKNOWN_REFERENCE`."""
+    entry, ref = ENTRY_IN_PROMPT.search(prompt), REFERENCE_IN_PROMPT.search(prompt)
+    found = {"entry_point": entry.group(1) if entry else None, "reference": ref.group(1) if ref else None}
+    if None in found.values() and str(workspace) not in ("", "."):
+        try:
+            configs = json.loads((workspace / "configs.json").read_text())
+        except (OSError, ValueError):
+            configs = {}
+        for key in found:
+            value = configs.get(key) if isinstance(configs, dict) else None
+            if found[key] is None and isinstance(value, str) and value.count(":") == 1:
+                found[key] = value
+    return found["entry_point"] or UNKNOWN_ENTRY, found["reference"] or UNKNOWN_REFERENCE
