@@ -2,6 +2,7 @@
 warm worker's fast path; the elementwise bound. Attacks on the grader, and the defences they test, are in
 tests/attacks/ (kernelgym/grader/defences.py lists them)."""
 import math
+import re
 
 import pytest
 import torch
@@ -76,7 +77,11 @@ def test_prepared_grading_matches_a_cold_one(tmp_path, require_bwrap, make_works
     grader.start_worker(seed=11)
     prepared_dir = grader._prepared.gdir
     warm = grader.grade(ws, seed=11)
-    assert "[harness] prepared" in (prepared_dir / "harness.log").read_text()
+    log = (prepared_dir / "harness.log").read_text()
+    assert "[harness] prepared" in log
+    # Each whole phase logs the harness process's CPU seconds so far (benchmarks/throughput.py reads them), growing.
+    cpu = [float(m) for m in re.findall(r"^\[harness\] cpu\.(?:prepare|import|check) ([0-9.]+) s$", log, re.M)]
+    assert len(cpu) == 3 and 0 <= cpu[0] <= cpu[1] <= cpu[2] and cpu[2] > 0, log  # a forked harness starts at 0
     assert grader.session.gdir == prepared_dir  # graded where prepared (its copy of kernel.py is pruned since)
     assert warm.score == cold.score == 120.0
     assert [c["max_abs_err"] for c in warm.configs] == [c["max_abs_err"] for c in cold.configs]

@@ -825,7 +825,14 @@ def _write(path, obj):
 
 
 def _phase(name, since):
+    """Log the wall time of phase `name` since `since` (monotonic s) and, for a whole phase, this process's CPU time
+    so far (user and system, its waited-for children's included: the forked input builders) as ``cpu.NAME``: where
+    the host's CPU goes per grading (benchmarks/throughput.py). Diagnosis only: no verdict reads these lines."""
     print(f"[harness] {name} {time.monotonic() - since:.3f} s", flush=True)
+    if "[" not in name:  # the whole phases only, not each config's parts of the timing
+        cpu = os.times()
+        print(f"[harness] cpu.{name} {cpu.user + cpu.system + cpu.children_user + cpu.children_system:.3f} s",
+              flush=True)
     return time.monotonic()
 
 
