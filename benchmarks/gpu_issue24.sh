@@ -11,6 +11,7 @@
 #     bash benchmarks/gpu_issue24.sh session4    # rmsnorm at 1, 8, 12 envs, references on the GPU or not, the schedule (9 min)
 #     bash benchmarks/gpu_issue24.sh session4b   # cuda-softmax's warm resets, matmul at 8 past its first gradings (6 min)
 #     bash benchmarks/gpu_issue24.sh session4b-cuda | session4b-matmul   # one half of session4b (2 or 4 min)
+#     bash benchmarks/gpu_issue24.sh session5    # rmsnorm at 8 and 1, matmul at 8, with the harness's CPU per phase (5 min)
 #     bash benchmarks/gpu_issue24.sh baselines-parallel [--references-on-gpu]  # the 24 Triton baselines, 4 at once (5 min)
 # COMMIT=<hash> names the commit measured in machine.txt (the device's copy of .git is not the checkout's).
 # Copy $OUT into benchmarks/results/ with the machine and date.
@@ -62,6 +63,13 @@ session4b)
     # with references on the GPU (about 6 min).
     tp 120 cuda-softmax 1 75 s4_cuda_softmax_n1.json --references-on-gpu
     tp 210 triton-matmul 8 140 s4_matmul_n8_refgpu.json --references-on-gpu
+    ;;
+session5)
+    # After references moved to the GPU by default: rmsnorm at 8 envs and matmul at 8 envs, with the harness's CPU
+    # seconds per phase in each grading's checked_run_s / observed_run_s (cpu.*: where the host's CPU goes) (4.5 min).
+    tp 95 triton-rmsnorm 8 45 s5_rmsnorm_n8.json
+    tp 75 triton-rmsnorm 1 30 s5_rmsnorm_n1.json
+    tp 150 triton-matmul 8 100 s5_matmul_n8.json
     ;;
 session4b-cuda)
     tp 120 cuda-softmax 1 75 s4_cuda_softmax_n1.json --references-on-gpu
