@@ -349,3 +349,45 @@ def test_a_directory_the_walk_cannot_list_fails_the_disk_check(tmp_path, monkeyp
     assert disk_check(used, GraderConfig()).startswith("failed: the candidate's process left 1 directories")
     monkeypatch.setattr(files.os, "scandir", real)
     assert files.tree_usage(tmp_path, 1 << 30, 1000).unreadable == 0
+
+
+def test_references_stop_when_cancelled_and_the_process_waits_for_them(monkeypatch):
+    # The background thread is not a daemon (a process exiting while it is inside torch aborts: 'terminate called
+    # without an active exception', exit 134); `cancel` stops it after its current job, and `wait` computes the rest.
+    import threading
+
+    from kernelgym.discovery import get_task
+    from kernelgym.grader import reference as ref_mod
+    task = get_task("triton-rmsnorm")
+    jobs = [(cfg, seed) for cfg in task.spec.interpreter_configs for seed in (1, 2)]
+    gate, computed = threading.Event(), []
+    real = ref_mod.References._prepared
+
+    def slow(self, config, seed):
+        gate.wait(30)
+        computed.append((config["hidden"], seed))
+        return real(self, config, seed)
+    monkeypatch.setattr(ref_mod.References, "_prepared", slow)
+    refs = ref_mod.References(task, jobs)
+    assert not refs._thread.daemon
+    refs.cancel()
+    gate.set()
+    refs._thread.join(30)
+    assert not refs._thread.is_alive() and len(computed) <= 1  # stopped after the job it was in
+    refs.wait()  # the rest, here
+    assert sorted(computed) == sorted((c["hidden"], s) for c, s in jobs)
+    plain = ref_mod.References(task, jobs)
+    for cfg, seed in jobs:
+        assert all(torch.equal(a.values, b.values) for a, b in zip(refs.get(cfg, seed), plain.get(cfg, seed)))
+
+
+def test_a_process_that_exits_right_after_reset_exits_cleanly(tmp_path):
+    # Found by a breaker: `env.reset()` then exit aborted with exit 134 about half the time on triton-matmul (the
+    # references' thread was still inside torch when the interpreter finalized).
+    import subprocess
+    import sys
+    code = ("import gymnasium as gym, kernelgym\n"
+            f"env = gym.make('KernelArena/triton-matmul-v0', run_dir={str(tmp_path)!r})\n"
+            "env.reset(seed=0)\n")
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0 and "terminate called" not in run.stderr, run.stderr[-2000:]

@@ -105,6 +105,8 @@ class Preparing:
         if self.worker is not None:
             self.worker.stop()
             self.worker = None
+        if self._prepared is not None:
+            self._prepared.references.cancel()  # if graded after all, `wait` computes the rest
         spare, self._spare = self._spare, None
         if spare is not None:
             spare.stop()

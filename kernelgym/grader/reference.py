@@ -73,7 +73,9 @@ def trivial_passes(task: Task, config: dict, prepared: tuple[PreparedReference, 
 
 class References:
     """The prepared reference outputs of one grading, computed in the background (torch releases the GIL) while the
-    candidate runs.
+    candidate runs. The thread is not a daemon: a process that exits while it is inside torch would abort
+    (``terminate called without an active exception``, exit 134), so the interpreter waits for it; `cancel` stops
+    it after its current job.
 
     Args:
         task: the task. jobs: (config, seed) pairs to compute. gpu: a GPU is present; with the task's
@@ -89,7 +91,8 @@ class References:
         self.task, self.jobs, self._refs = task, jobs, {}
         self.problems: list[str] = []
         self._error: BaseException | None = None
-        trivial_keys = {_key(c, 0)[0] for c in (check_trivial or [])}
+        self._cancelled = threading.Event()
+        self._trivial_keys = trivial_keys = {_key(c, 0)[0] for c in (check_trivial or [])}
         self.device = "cuda" if gpu and on_gpu and cuda_usable() else "cpu"
         subprocess_gpu = gpu and task.spec.reference_device == "cuda" and self.device == "cpu"
 
@@ -113,16 +116,29 @@ class References:
                         # must not fail the task (a TaskSpecError leaves the env's step).
                         prepared_all = [prepare_outputs(task, cfg, reference_outputs(task, cfg, s)) for cfg, s in jobs]
                 else:
-                    prepared_all = [self._prepared(cfg, s) for cfg, s in jobs]
+                    prepared_all = []
+                    for cfg, s in jobs:
+                        if self._cancelled.is_set():
+                            break  # `wait` computes the rest, if the grading is still wanted
+                        prepared_all.append(self._prepared(cfg, s))
                 for (cfg, s), prepared in zip(jobs, prepared_all):
-                    if _key(cfg, s)[0] in trivial_keys:
-                        self.problems += trivial_passes(task, cfg, prepared)
-                    self._refs[_key(cfg, s)] = prepared
-                self.computed_s = time.monotonic() - started
+                    self._store(cfg, s, prepared)
+                if len(prepared_all) == len(jobs):
+                    self.computed_s = time.monotonic() - started
             except BaseException as e:  # noqa: BLE001 - re-raised in the caller's thread by get()
                 self._error = e
-        self._thread = threading.Thread(target=work, daemon=True)
+        self._thread = threading.Thread(target=work, name="kernelgym-references", daemon=False)
         self._thread.start()
+
+    def _store(self, config: dict, seed: int, prepared: tuple[PreparedReference, ...]) -> None:
+        if _key(config, seed)[0] in self._trivial_keys:
+            self.problems += trivial_passes(self.task, config, prepared)
+        self._refs[_key(config, seed)] = prepared
+
+    def cancel(self) -> None:
+        """Stop computing after the current job (the grading was given up: its worker stopped, the env closed). Does
+        not wait; `wait` and `get` still compute what is missing, in the caller's thread."""
+        self._cancelled.set()
 
     def _prepared(self, config: dict, seed: int) -> tuple[PreparedReference, ...]:
         """`config`'s reference outputs on `seed`, prepared on `device`; where the GPU fails them (out of memory beside
@@ -145,6 +161,13 @@ class References:
             TaskSpecError: the reference failed, or a trivial output passes on a checked config.
         """
         self._thread.join()
+        if self._error is None:
+            try:
+                for cfg, s in self.jobs:  # left by `cancel`
+                    if _key(cfg, s) not in self._refs:
+                        self._store(cfg, s, self._prepared(cfg, s))
+            except Exception as e:  # noqa: BLE001 - reported as the background thread's error would be
+                self._error = e
         if self._error is not None:
             if isinstance(self._error, TaskSpecError):
                 raise self._error
