@@ -14,7 +14,9 @@ import argparse
 
 import numpy as np
 
+from kernelgym.cli import print_interpreter_note
 from kernelgym.distributed import make_ray_vec
+from kernelgym.hardware import detect_profile
 
 
 def main():
@@ -32,6 +34,9 @@ def main():
 
         ray.init(num_cpus=args.num_cpus, include_dashboard=False, log_to_driver=False)
     tasks = [args.tasks[i % len(args.tasks)] for i in range(args.envs)]
+    hardware = detect_profile(None)  # this host's: a local instance's actors run here (a cluster's nodes may differ)
+    print(f"{args.envs} envs over {', '.join(args.tasks)} on {hardware.name}"
+          + (" - correctness only, no meaningful timing" if hardware.interpreter else ""))
     envs = make_ray_vec(tasks, address=args.address, run_dir=args.run_dir)
     try:
         for i, where in enumerate(envs.placements()):
@@ -51,6 +56,8 @@ def main():
                       flush=True)
             envs.step(submit)  # next-step autoreset: every env that just ended starts its next episode
         print(f"\nmean reward {np.mean(rewards):.1f} over {len(rewards)} episodes on {args.envs} actors")
+        if hardware.interpreter:
+            print_interpreter_note(tuner=False)
     finally:
         envs.close()
 

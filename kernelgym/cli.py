@@ -8,11 +8,14 @@ User folders join the built-in ones through ``--tasks-dir`` / ``$KERNELGYM_TASKS
 from __future__ import annotations
 
 import argparse
+import contextlib
 import fnmatch
 import json
 import os
 import re
+import signal
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -407,7 +410,6 @@ def run_task(args: argparse.Namespace) -> tuple[int, list[dict], Path]:
     """
     from kernelgym.env import KernelArenaEnv
     from kernelgym.grader import GraderConfig
-    from kernelgym.rollout import rollout
     from kernelgym.wrappers import TrajectoryRecorder
 
     policy, task, hardware, run_dir, results = prepare_run(args)
@@ -417,13 +419,96 @@ def run_task(args: argparse.Namespace) -> tuple[int, list[dict], Path]:
                          max_wall_s=args.max_wall_s, grader=grader, command_timeout_s=args.command_timeout_s)
     env = TrajectoryRecorder(env, run_dir / "trajectories.jsonl")
     hw = env.unwrapped.hardware
-    console.print(f"[bold]{env.unwrapped.task.env_id}[/] with policy [bold]{args.policy}[/] on {hw.name}"
-                  + (" [yellow]- correctness only, no meaningful timing[/]" if hw.interpreter else ""))
+    print_run_header(env.unwrapped.task.env_id, args.policy, hw)
     console.print(f"run directory: {run_dir}")
     if results:
-        left = args.episodes - len(results)
-        console.print(f"resuming: {len(results)} of {args.episodes} episode{'' if args.episodes == 1 else 's'} "
-                      f"finished before; " + (f"{left} more run now" if left > 0 else "none is left to run"))
+        print_resuming(len(results), args.episodes)
+    try:
+        _run_episodes(args, env, policy, run_dir, results)
+    except KeyboardInterrupt:
+        print_interrupted([(run_dir, len(results), args.episodes)], backend="local")
+        raise
+    finally:
+        env.close()
+    print_results(results, hw.interpreter)
+    if hw.interpreter:
+        print_interpreter_note(args.policy == "tuner")
+    console.print(f"trajectories: {run_dir / 'trajectories.jsonl'}")
+    if results and all(r.get("policy_error") for r in results):
+        console.print("[red]every episode ended with a policy error: the scores are the kernels as they stood[/]")
+        return 3, results, run_dir  # a script must not read a run whose policy never worked as a success
+    return 0, results, run_dir
+
+
+def write_results(run_dir: Path, results: list[dict]) -> None:
+    """Write `run_dir`/results.json (one row per finished episode, in episode order, each with its ``seed``), whole
+    or not at all: a run killed later resumes from it (--resume). Both backends write it here."""
+    (run_dir / "results.json.part").write_text(json.dumps(results, indent=1, default=str))
+    os.replace(run_dir / "results.json.part", run_dir / "results.json")
+
+
+def print_run_header(env_id: str, policy: str, hardware) -> None:
+    """The line before a run's first episode: its env id, policy and hardware (and, on the CPU interpreter, that
+    nothing is timed). `hardware` is a kernelgym.hardware profile."""
+    console.print(f"[bold]{env_id}[/] with policy [bold]{policy}[/] on {hardware.name}"
+                  + (" [yellow]- correctness only, no meaningful timing[/]" if hardware.interpreter else ""))
+
+
+def print_resuming(done: int, episodes: int) -> None:
+    """The line of a `--resume`d run: `done` of its `episodes` finished before, and how many run now."""
+    left = episodes - done
+    console.print(f"resuming: {done} of {episodes} episode{'' if episodes == 1 else 's'} "
+                  f"finished before; " + (f"{left} more run now" if left > 0 else "none is left to run"))
+
+
+def print_interrupted(runs: list[tuple[Path, int, int]], backend: str) -> None:
+    """What an interrupted `kernelgym run` (Ctrl-C, SIGTERM) kept, and the command that resumes each unfinished run;
+    `runs` holds (run directory, finished episodes, episodes) and `backend` is ``local`` or ``ray``."""
+    flag = " --backend ray" if backend == "ray" else ""
+    for run_dir, done, episodes in runs:
+        if done < episodes:
+            console.print(f"[yellow]interrupted:[/] {done} of {episodes} episode{'' if episodes == 1 else 's'} "
+                          f"finished and kept in {run_dir}; resume with `kernelgym run{flag} --resume {run_dir}`",
+                          soft_wrap=True)
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, raised in the main thread so that `kernelgym run` stops as on Ctrl-C; ``signum`` is the signal."""
+
+    signum = signal.SIGTERM
+
+
+#: The signals `sigterm_as_interrupt`'s handler took since `main` began: Ray's waits turn the handler's `Terminated`
+#: into a plain KeyboardInterrupt, so the exit code is taken from here.
+_SIGNALS_TAKEN: list[int] = []
+
+
+def _raise_terminated(signum, frame):
+    _SIGNALS_TAKEN.append(signum)
+    raise Terminated()
+
+
+@contextlib.contextmanager
+def sigterm_as_interrupt():
+    """While inside: SIGTERM raises `Terminated` in the main thread (as Ctrl-C raises KeyboardInterrupt), so a run
+    stops cleanly (its finished episodes written, a resume line, Ray shut down); the handler before is put back after.
+    Ray installs its own SIGTERM handler when it starts (it aborts the process), so the Ray backend enters this again
+    once connected. Outside the main thread it does nothing."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    before = signal.signal(signal.SIGTERM, _raise_terminated)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, before if before is not None else signal.SIG_DFL)
+
+
+def _run_episodes(args: argparse.Namespace, env, policy, run_dir: Path, results: list[dict]) -> list[dict]:
+    """The local backend's episode loop: run the episodes of `args` not in `results` yet, appending each one's
+    result (with its seed) to `results` and rewriting results.json after it; returns `results`."""
+    from kernelgym.rollout import rollout
+
     for ep in range(len(results), args.episodes):
         with console.status(f"episode {ep + 1}/{args.episodes}: starting") as status:
             def on_step(step, action, info):
@@ -440,24 +525,15 @@ def run_task(args: argparse.Namespace) -> tuple[int, list[dict], Path]:
                     console.print(f"  step {step}: {kind}{' (graded)' if info.get('grade') else ''}{tokens}"
                                   + (f" [red]malformed: {escape(str(error))[:200]}[/]" if error else ""),
                                   soft_wrap=True)
-            results.append(rollout(env, policy, seed=args.seed + ep, on_step=on_step))
+            results.append({"seed": args.seed + ep, **rollout(env, policy, seed=args.seed + ep,
+                                                                on_step=on_step)})
         console.print(f"episode {ep + 1}: reward {results[-1]['reward']:.1f} in {results[-1]['steps']} step{'' if results[-1]['steps'] == 1 else 's'}, "
                       f"{results[-1]['wall_s']:.1f} s")
         if results[-1].get("policy_error"):
             console.print(f"[red]{escape(str(results[-1]['policy_error']))}[/] (the kernel was submitted as it was and "
                           f"graded)", soft_wrap=True)
-        # After every episode, whole or not at all: a run killed later resumes from here (--resume).
-        (run_dir / "results.json.part").write_text(json.dumps(results, indent=1, default=str))
-        os.replace(run_dir / "results.json.part", run_dir / "results.json")
-    env.close()
-    print_results(results, hw.interpreter)
-    if hw.interpreter:
-        print_interpreter_note(args.policy == "tuner")
-    console.print(f"trajectories: {run_dir / 'trajectories.jsonl'}")
-    if results and all(r.get("policy_error") for r in results):
-        console.print("[red]every episode ended with a policy error: the scores are the kernels as they stood[/]")
-        return 3, results, run_dir  # a script must not read a run whose policy never worked as a success
-    return 0, results, run_dir
+        write_results(run_dir, results)
+    return results
 
 
 def _int_at_least(text: str, minimum: int, wording: str) -> int:
@@ -792,19 +868,33 @@ def main(argv: list[str] | None = None) -> int:
     replay.set_defaults(func=cmd_replay)
     from kernelgym.report.commands import add_report_commands  # `report` and `compare` (kernelgym/report/)
     add_report_commands(sub)
+    _SIGNALS_TAKEN.clear()
     try:
         args = parser.parse_args(argv)
         try:
-            code = args.func(args)
+            # `run` stops on SIGTERM as on Ctrl-C: finished episodes kept, a line saying how to resume.
+            with sigterm_as_interrupt() if args.command == "run" else contextlib.nullcontext():
+                code = args.func(args)
         except KernelGymError as e:
             console.print(f"[red]error:[/] {e}")
             code = 2
+        except KeyboardInterrupt as e:  # Ctrl-C, or SIGTERM (Terminated): what a shell reports for the signal
+            code = exit_code_of_signal(e)
+            console.print(f"[yellow]stopped by {'SIGTERM' if code == 128 + signal.SIGTERM else 'Ctrl-C'}[/]")
         sys.stdout.flush()  # a closed pipe shows here, inside the handler, not at interpreter exit
         return code
     except BrokenPipeError:
         if not _stdout_reader_gone():  # a pipe to a child process (an agent CLI) broke: a real error
             raise
         return _quiet_closed_stdout()
+
+
+def exit_code_of_signal(interrupt: KeyboardInterrupt) -> int:
+    """The exit code of a `kernelgym run` stopped by `interrupt`: 128 + the signal, what a shell reports for a
+    process killed by it (130 for Ctrl-C's SIGINT, 143 for SIGTERM), for either backend. A SIGTERM taken by
+    `sigterm_as_interrupt` counts even where the exception that came out is a plain KeyboardInterrupt (Ray's)."""
+    signum = getattr(interrupt, "signum", None) or (_SIGNALS_TAKEN[-1] if _SIGNALS_TAKEN else signal.SIGINT)
+    return 128 + int(signum)
 
 
 #: The exit code of a command whose stdout reader went away: 128 + SIGPIPE, what a shell reports for one killed by it.

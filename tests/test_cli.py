@@ -310,3 +310,26 @@ def test_a_negative_seed_is_a_usage_error(capsys):
 def test_a_missing_folder_is_named_as_missing(argv, expected, capsys):
     assert main(argv) == 2
     assert expected in capsys.readouterr().out
+
+
+def test_sigterm_stops_a_local_run_as_ctrl_c_does(tmp_path, monkeypatch, capsys):
+    """A SIGTERM mid-run (here: sent by the episode loop to its own process) stops `kernelgym run` as Ctrl-C does:
+    the env closed, a line saying how to resume, exit 143 (128 + SIGTERM), not the default handler's death."""
+    import os
+    import signal
+
+    import kernelgym.cli as cli
+
+    def episodes(*args):
+        os.kill(os.getpid(), signal.SIGTERM)
+        raise AssertionError("SIGTERM did not stop the run")
+
+    monkeypatch.setattr(cli, "_run_episodes", episodes)
+    before = signal.getsignal(signal.SIGTERM)
+    assert main(["run", "--task", "triton-softmax", "--policy", "scripted", "--policy-config", '{"actions": []}',
+                 "--episodes", "2", "--run-dir", str(tmp_path)]) == 143
+    out = capsys.readouterr().out.replace("\n", "")
+    (run_dir,) = tmp_path.iterdir()
+    assert f"interrupted: 0 of 2 episodes finished and kept in {run_dir}; resume with `kernelgym run --resume " \
+           f"{run_dir}`" in out and "stopped by SIGTERM" in out, out
+    assert signal.getsignal(signal.SIGTERM) == before  # put back once the command is over

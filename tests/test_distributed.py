@@ -153,14 +153,18 @@ def _verdicts(results) -> list:
 
 
 @pytest.mark.timeout(500)
-def test_ray_backend_matches_local_and_resumes(tmp_path, require_bwrap, capsys):
+def test_ray_backend_matches_local_and_resumes(tmp_path, require_bwrap, capsys, monkeypatch):
     assert _run("--backend", "ray", "--num-envs", 2, "--run-dir", tmp_path / "ray") == 0
-    assert "CPU interpreter: correctness only" in capsys.readouterr().out  # as the local backend says it
+    out = capsys.readouterr().out.replace("\n", "")
+    # The local backend's opening line and closing note, both.
+    assert "with policy scripted on Triton CPU interpreter (TRITON_INTERPRET=1)" in out, out
+    assert "CPU interpreter: correctness only" in out
     assert _run("--run-dir", tmp_path / "local") == 0
     on_ray, local = _runs(tmp_path / "ray"), _runs(tmp_path / "local")
     assert set(on_ray) == set(local) == set(TASKS)
     for task in TASKS:
         assert _verdicts(on_ray[task][1]) == _verdicts(local[task][1])
+        assert [r["seed"] for r in on_ray[task][1]] == [r["seed"] for r in local[task][1]] == [0]
         assert [r["reward"] for r in on_ray[task][1]] == [120.0]
         ray_dir, local_dir = on_ray[task][0], local[task][0]
         settings = [json.loads((d / "run.json").read_text()) for d in (ray_dir, local_dir)]
@@ -173,4 +177,73 @@ def test_ray_backend_matches_local_and_resumes(tmp_path, require_bwrap, capsys):
     assert cli.main(["run", "--backend", "ray", "--resume", str(ray_dir), "--episodes", "2"]) == 0
     results = json.loads((ray_dir / "results.json").read_text())
     assert len(results) == 2 and results[0] == on_ray[TASKS[0]][1][0] and results[1]["reward"] == 120.0
+    assert results[1]["seed"] == 1
     assert len((ray_dir / "trajectories.jsonl").read_text().splitlines()) == 4
+    # Resumed once finished: said as the local backend says it, and Ray is not started for nothing.
+    capsys.readouterr()
+
+    def no_ray(address):
+        raise AssertionError("Ray started with no episode left to run")
+
+    monkeypatch.setattr("kernelgym.distributed.backend.connect", no_ray)
+    assert cli.main(["run", "--backend", "ray", "--resume", str(ray_dir)]) == 0
+    out = capsys.readouterr().out.replace("\n", "")
+    assert "resuming: 2 of 2 episodes finished before; none is left to run" in out and "Ray:" not in out, out
+    assert json.loads((ray_dir / "results.json").read_text()) == results
+
+
+HANGING_POLICY = """from dataclasses import dataclass
+import pathlib, time
+
+
+@dataclass
+class HangConfig:
+    pass
+
+
+class HangPolicy:
+    def __init__(self, config):
+        pass
+
+    def reset(self, observation, info):
+        pass
+
+    def act(self, observation, info):
+        pathlib.Path({marker!r}).write_text("acting")
+        time.sleep(600)
+        return {{"kind": "submit"}}
+"""
+
+
+@pytest.mark.timeout(300)
+def test_sigterm_stops_a_ray_run_cleanly(tmp_path, require_bwrap):
+    """`kill -TERM` on `kernelgym run --backend ray` mid-episode: no Ray abort (exit 134), but the local backend's
+    stop: a line saying how to resume, exit 143 (128 + SIGTERM), no results.json row for the unfinished episode."""
+    import subprocess
+    import sys
+
+    marker = tmp_path / "acting"
+    (tmp_path / "policies" / "hang").mkdir(parents=True)
+    (tmp_path / "policies" / "hang" / "policy.py").write_text(HANGING_POLICY.format(marker=str(marker)))
+    env = {k: v for k, v in os.environ.items() if k != "RAY_ADDRESS"}  # its own local instance, not the module's
+    proc = subprocess.Popen([sys.executable, "-m", "kernelgym.cli", "run", "--backend", "ray", "--num-envs", "1",
+                             "--episodes", "2", "--task", TASKS[1], "--policy", "hang", "--policies-dir",
+                             str(tmp_path / "policies"), "--run-dir", str(tmp_path / "runs")],
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env,
+                            start_new_session=True)
+    try:
+        deadline = time.monotonic() + 200
+        while not marker.exists() and proc.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert marker.exists(), proc.communicate(timeout=60)[0] if proc.poll() is not None else "no episode began"
+        os.kill(proc.pid, signal.SIGTERM)
+        out, _ = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+    (run_dir,) = (tmp_path / "runs").iterdir()
+    assert proc.returncode == 143, out
+    assert "SIGTERM received" not in out and "Aborted" not in out, out
+    assert f"resume with `kernelgym run --backend ray --resume {run_dir}`" in out.replace("\n", ""), out
+    assert not (run_dir / "results.json").exists()
