@@ -13,6 +13,7 @@ import time
 from typing import Any
 
 import numpy as np
+from gymnasium.error import ClosedEnvironmentError
 
 from kernelgym.distributed.env_actor import remote_env_actor
 from kernelgym.grader.outcome import INFRA_FAULT
@@ -47,7 +48,8 @@ def _call_when_up(call):
 
 
 class EnvLostError(RuntimeError):
-    """An env's actor died during a reset and could not be brought back by `episode_retries` new attempts."""
+    """An env's actor died during a reset and the reset failed on a new actor too (a new one is started for the
+    next call)."""
 
 
 class EnvHandle:
@@ -61,6 +63,7 @@ class EnvHandle:
     Attributes:
         actor: the Ray actor handle (replaced by a new actor when the old one cannot restart).
         replays: episodes replayed so far on this handle (each death survived counts one).
+        closed: `close` was called; reset and step then raise ClosedEnvironmentError.
     """
 
     def __init__(self, env_id: str, env_kwargs: dict[str, Any], options: dict[str, Any], episode_retries: int = 1):
@@ -70,6 +73,7 @@ class EnvHandle:
         self.episode_retries = episode_retries
         self.actor = remote_env_actor(env_id, env_kwargs, options)
         self.replays = 0
+        self.closed = False
         self._rng = np.random.default_rng()
         self._seed: int | None = None
         self._reset_options: dict[str, Any] | None = None
@@ -77,7 +81,12 @@ class EnvHandle:
         self._pending: list[Any] = []  # the actions of the episode including the call in flight
 
     def reset(self, seed: int | None = None, options: dict[str, Any] | None = None):
-        """Start a reset on the actor; returns its ObjectRef (resolve it with `result`)."""
+        """Start a reset on the actor; returns its ObjectRef (resolve it with `result`).
+
+        Raises:
+            ClosedEnvironmentError: the handle was closed.
+        """
+        self._check_open()
         if seed is not None:
             self._rng = np.random.default_rng(seed)
         else:
@@ -86,7 +95,12 @@ class EnvHandle:
         return self.actor.reset.remote(seed=seed, options=options)
 
     def step(self, action: Any):
-        """Start a step on the actor; returns its ObjectRef (resolve it with `result`)."""
+        """Start a step on the actor; returns its ObjectRef (resolve it with `result`).
+
+        Raises:
+            ClosedEnvironmentError: the handle was closed.
+        """
+        self._check_open()
         self._pending = [*self._actions, action]
         return self.actor.step.remote(action)
 
@@ -106,14 +120,21 @@ class EnvHandle:
         self._actions = self._pending
         return out
 
-    def _recover(self, error: Exception) -> tuple:
+    def _replace_actor(self) -> None:
+        """End the current actor (dead or not) and start a new one in the background."""
         import ray
 
-        # A reset has nothing to replay: it gets at least one more try, on a new actor if the old one is gone.
-        for attempt in range(max(self.episode_retries, 0 if self._pending else 1)):
-            if attempt:  # the restarted actor died too: the next try is on a new actor (a node lost for good)
-                ray.kill(self.actor, no_restart=True)
-                self.actor = remote_env_actor(self.env_id, self._env_kwargs, self._options)
+        ray.kill(self.actor, no_restart=True)
+        self.actor = remote_env_actor(self.env_id, self._env_kwargs, self._options)
+
+    def _recover(self, error: Exception) -> tuple:
+        # The first try is on the actor Ray restarts (if it has restarts left); every later try is on a new actor,
+        # so an actor whose restarts are spent (or whose node is gone) is replaced. A reset has nothing to replay:
+        # it always gets a try on a new actor, whatever `episode_retries` says.
+        tries = self.episode_retries if self._pending else max(self.episode_retries, 1) + 1
+        for attempt in range(tries):
+            if attempt:
+                self._replace_actor()
             try:
                 out = _call_when_up(lambda: self.actor.replay.remote(self._seed, self._reset_options,
                                                                      self._pending))
@@ -125,25 +146,36 @@ class EnvHandle:
             return out
         message = (f"infra fault: the actor of {self.env_id} died and its episode could not be re-run "
                    f"({self.episode_retries} replay(s) allowed): {type(error).__name__}: {error}")
+        # A new actor for the next call (the reset after this episode's end), whatever became of the old one.
+        self._replace_actor()
         if not self._pending:
             raise EnvLostError(message)
-        # A new actor for the reset that follows this episode's end, whatever became of the old one.
-        ray.kill(self.actor, no_restart=True)
-        self.actor = remote_env_actor(self.env_id, self._env_kwargs, self._options)
         info = {"task": self.env_id, "step": len(self._pending), "action_kind": "none", "action_error": message,
                 "grade": {}, "outcome": INFRA_FAULT, "infra_error": message}
         return {"output": message, "prompt": ""}, 0.0, False, True, info
 
     def placement(self) -> dict[str, Any]:
-        """The actor's `EnvActor.placement` (node, pid, GPU ids)."""
+        """The actor's `EnvActor.placement` (node, pid, GPU ids) with ``"dead": False``; for an actor that is dead
+        or restarting, ``{"dead": True, "error": why}`` and the other keys None (its next call recovers it)."""
         import ray
 
-        return ray.get(self.actor.placement.remote())
+        try:
+            return {**ray.get(self.actor.placement.remote()), "dead": False}
+        except _lost() as e:
+            return {"node_id": None, "pid": None, "gpu_ids": [], "cuda_visible_devices": None, "restarted": None,
+                    "dead": True, "error": f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"}
+
+    def _check_open(self) -> None:
+        if self.closed:
+            raise ClosedEnvironmentError(f"the env {self.env_id} is closed (its actor was ended); make a new one")
 
     def close(self) -> None:
-        """Close the env and end the actor. A dead actor is just ended."""
+        """Close the env and end the actor. A dead actor is just ended; a second close does nothing."""
         import ray
 
+        if self.closed:
+            return
+        self.closed = True
         try:
             ray.get(self.actor.close.remote())
         except _lost():

@@ -16,12 +16,21 @@ from typing import Any
 
 from kernelgym.errors import KernelGymError
 
+#: How long the actors may take to start (their envs made) before the wait ends with ActorStartTimeout; an actor
+#: whose resources no node has waits in Ray's queue forever otherwise.
+START_TIMEOUT_S = 600.0
+
 #: Ray rounds fractional resources to this many decimal places; a finer fraction is refused by Ray.
 _FRACTION_DIGITS = 4
 
 
 class RayUnavailableError(KernelGymError):
     """Ray is not installed, or the cluster at the given address cannot be reached."""
+
+
+class ActorStartTimeout(KernelGymError, TimeoutError):
+    """Actors did not start in time: no node has the resources they ask for free (or their envs were slow to
+    make); the pending actors are ended."""
 
 
 def require_ray():
@@ -102,10 +111,48 @@ def actor_options(num_envs: int, *, gpus_per_env: float | None = None, cpus_per_
         ``{"num_cpus", "num_gpus", "max_restarts", "max_task_retries"}``.
 
     Raises:
-        ValueError: as `share`.
+        ValueError: as `share`; or an explicit `gpus_per_env`/`cpus_per_env` whose `num_envs` actors need more
+            than the cluster's total (``ray.cluster_resources()``), so they could never all start.
     """
     ray = require_ray()
     resources = ray.cluster_resources()
-    return {"num_cpus": share(num_envs, cpus_per_env, float(resources.get("CPU", 0.0)), whole=False),
-            "num_gpus": share(num_envs, gpus_per_env, float(resources.get("GPU", 0.0)), whole=True),
-            "max_restarts": max_restarts, "max_task_retries": max_task_retries}
+    options = {}
+    asks = (("num_cpus", "CPU", cpus_per_env, False), ("num_gpus", "GPU", gpus_per_env, True))
+    for key, name, per_env, whole in asks:
+        total = float(resources.get(name, 0.0))
+        options[key] = amount = share(num_envs, per_env, total, whole=whole)
+        # Ray queues an actor it cannot place and never says so: an impossible request would hang, not fail.
+        if per_env is not None and amount * num_envs > total + 1e-9:
+            raise ValueError(f"{num_envs} env(s) x {key[4:]}_per_env={per_env} ask for {amount * num_envs:g} {name}, "
+                             f"but the Ray cluster has {total:g} {name} in all; ask for at most "
+                             f"{total / num_envs:g} per env (or leave it None to share what there is)")
+    return {**options, "max_restarts": max_restarts, "max_task_retries": max_task_retries}
+
+
+def started(actors: list, refs: list, options: dict[str, Any], timeout_s: float = START_TIMEOUT_S) -> list:
+    """``ray.get(refs)``, the first calls of newly made `actors`, waiting at most `timeout_s` for all of them.
+
+    Args:
+        actors: the actor handles (ended if the wait times out). refs: one first call's ObjectRef per actor.
+        options: the actors' Ray options (named in the error). timeout_s: seconds.
+
+    Returns:
+        The calls' results, in order.
+
+    Raises:
+        ActorStartTimeout: some actors had not answered after `timeout_s`; the message gives how many, what each
+            asks for, and the cluster's total and free resources. Every actor in `actors` is ended first.
+        As the calls raise.
+    """
+    ray = require_ray()
+    _, pending = ray.wait(refs, num_returns=len(refs), timeout=timeout_s)
+    if pending:
+        for actor in actors:
+            ray.kill(actor, no_restart=True)
+        asked = {k: v for k, v in options.items() if k in ("num_cpus", "num_gpus", "resources") and v}
+        raise ActorStartTimeout(
+            f"{len(pending)} of {len(refs)} Ray actor(s) had not started after {timeout_s:g} s, each asking for "
+            f"{asked or 'nothing'}; the cluster has {ray.cluster_resources()} in all, {ray.available_resources()} "
+            f"free. No node can hold them (or their envs are slow to make); the actors were ended. Ask for less "
+            f"(gpus_per_env, cpus_per_env), add nodes, or raise start_timeout_s")
+    return ray.get(refs)

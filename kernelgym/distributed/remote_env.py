@@ -13,7 +13,7 @@ from typing import Any
 import gymnasium as gym
 
 from kernelgym.distributed.handle import EnvHandle
-from kernelgym.distributed.placement import actor_options, connect
+from kernelgym.distributed.placement import START_TIMEOUT_S, actor_options, connect, started
 
 
 class RemoteEnv(gym.Env):
@@ -21,24 +21,24 @@ class RemoteEnv(gym.Env):
 
     Args:
         handle: the env's handle (`make_remote_env` makes it).
+        start_timeout_s: how long its actor may take to start (placement.started; ActorStartTimeout after it).
 
     Attributes:
         handle: the `EnvHandle` (its ``actor``, ``replays`` and ``placement()``).
     """
 
-    def __init__(self, handle: EnvHandle):
-        import ray
-
+    def __init__(self, handle: EnvHandle, start_timeout_s: float = START_TIMEOUT_S):
         self.handle = handle
-        self.observation_space, self.action_space, metadata = ray.get(handle.actor.spaces.remote())
+        (self.observation_space, self.action_space, metadata), = started(
+            [handle.actor], [handle.actor.spaces.remote()], handle._options, start_timeout_s)
         self.metadata = dict(metadata)
 
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None):
-        """As `KernelArenaEnv.reset`, in the actor."""
+        """As `KernelArenaEnv.reset`, in the actor. Raises ClosedEnvironmentError after `close`."""
         return self.handle.result(self.handle.reset(seed, options))
 
     def step(self, action: Any):
-        """As `KernelArenaEnv.step`, in the actor."""
+        """As `KernelArenaEnv.step`, in the actor. Raises ClosedEnvironmentError after `close`."""
         return self.handle.result(self.handle.step(action))
 
     def close(self) -> None:
@@ -48,17 +48,18 @@ class RemoteEnv(gym.Env):
 
 def make_remote_env(env_id: str, *, address: str | None = None, gpus_per_env: float | None = None,
                     cpus_per_env: float | None = None, max_restarts: int = 2, episode_retries: int = 1,
-                    **env_kwargs: Any) -> RemoteEnv:
+                    start_timeout_s: float = START_TIMEOUT_S, **env_kwargs: Any) -> RemoteEnv:
     """A `RemoteEnv` of the registered `env_id` on the Ray cluster at `address` (None: the connected one, or a new
     local instance). `gpus_per_env` None asks for a whole GPU where the cluster has GPUs, else none; the other
     arguments are as `make_ray_vec`'s.
 
     Raises:
-        RayUnavailableError: ray is missing or the cluster cannot be reached.
+        RayUnavailableError: ray is missing or the cluster cannot be reached. ValueError: an explicit
+        `gpus_per_env`/`cpus_per_env` above the cluster's total. ActorStartTimeout: the actor did not start in time.
     """
     from kernelgym.env import DEFAULT_RUN_DIR
 
     env_kwargs = {**env_kwargs, "run_dir": str(Path(env_kwargs.get("run_dir") or DEFAULT_RUN_DIR).resolve())}
     connect(address)
     options = actor_options(1, gpus_per_env=gpus_per_env, cpus_per_env=cpus_per_env, max_restarts=max_restarts)
-    return RemoteEnv(EnvHandle(env_id, env_kwargs, options, episode_retries))
+    return RemoteEnv(EnvHandle(env_id, env_kwargs, options, episode_retries), start_timeout_s=start_timeout_s)
