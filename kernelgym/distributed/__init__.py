@@ -10,9 +10,9 @@
 Importing this package does not import Ray; each entry point does, and raises `RayUnavailableError` without it.
 """
 from kernelgym.distributed.handle import EnvHandle, EnvLostError
-from kernelgym.distributed.placement import RayUnavailableError, connect
+from kernelgym.distributed.placement import ActorStartTimeout, RayUnavailableError, connect
 from kernelgym.distributed.remote_env import RemoteEnv, make_remote_env
 from kernelgym.distributed.vector_env import RayVectorEnv, make_ray_vec
 
-__all__ = ["EnvHandle", "EnvLostError", "RayUnavailableError", "RayVectorEnv", "RemoteEnv", "connect",
+__all__ = ["ActorStartTimeout", "EnvHandle", "EnvLostError", "RayUnavailableError", "RayVectorEnv", "RemoteEnv", "connect",
            "make_ray_vec", "make_remote_env"]
