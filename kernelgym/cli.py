@@ -440,13 +440,6 @@ def run_task(args: argparse.Namespace) -> tuple[int, list[dict], Path]:
     return 0, results, run_dir
 
 
-def write_results(run_dir: Path, results: list[dict]) -> None:
-    """Write `run_dir`/results.json (one row per finished episode, in episode order, each with its ``seed``), whole
-    or not at all: a run killed later resumes from it (--resume). Both backends write it here."""
-    (run_dir / "results.json.part").write_text(json.dumps(results, indent=1, default=str))
-    os.replace(run_dir / "results.json.part", run_dir / "results.json")
-
-
 def print_run_header(env_id: str, policy: str, hardware) -> None:
     """The line before a run's first episode: its env id, policy and hardware (and, on the CPU interpreter, that
     nothing is timed). `hardware` is a kernelgym.hardware profile."""
@@ -507,7 +500,7 @@ def sigterm_as_interrupt():
 def _run_episodes(args: argparse.Namespace, env, policy, run_dir: Path, results: list[dict]) -> list[dict]:
     """The local backend's episode loop: run the episodes of `args` not in `results` yet, appending each one's
     result (with its seed) to `results` and rewriting results.json after it; returns `results`."""
-    from kernelgym.rollout import rollout
+    from kernelgym.rollout import rollout, write_results
 
     for ep in range(len(results), args.episodes):
         with console.status(f"episode {ep + 1}/{args.episodes}: starting") as status:

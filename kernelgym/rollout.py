@@ -1,7 +1,10 @@
 """`rollout`: one episode of a policy in an env, the loop every runner shares."""
 from __future__ import annotations
 
+import json
+import os
 import time
+from pathlib import Path
 from typing import Any, Callable
 
 import gymnasium as gym
@@ -105,3 +108,11 @@ def episode_outcome(grade: dict, policy_error: str | None) -> str:
     if policy_error is not None:
         return POLICY_ERROR
     return grade.get("outcome") or INFRA_FAULT
+
+
+def write_results(run_dir: Path, results: list[dict]) -> None:
+    """Write `run_dir`/results.json (one row per finished episode, in episode order, each with its ``seed``), whole
+    or not at all: a run killed later resumes from it (--resume). Both backends (kernelgym.cli's local runs,
+    kernelgym.distributed.backend's Ray runs) write it here."""
+    (run_dir / "results.json.part").write_text(json.dumps(results, indent=1, default=str))
+    os.replace(run_dir / "results.json.part", run_dir / "results.json")

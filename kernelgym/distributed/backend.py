@@ -22,6 +22,7 @@ from kernelgym.distributed.episode_worker import EpisodeWorker
 from kernelgym.distributed.placement import actor_options, connect, require_ray
 from kernelgym.errors import KernelGymError
 from kernelgym.grader.outcome import INFRA_FAULT
+from kernelgym.rollout import write_results
 
 
 @dataclass
@@ -40,7 +41,6 @@ class Run:
     def finish(self, episode: int, result: dict[str, Any], lines: list[str]) -> None:
         """Keep episode `episode`'s result (with its ``seed``, as the local backend's rows have it, infra faults
         included) and write every result now in order (results.json after its lines)."""
-        from kernelgym.cli import write_results  # here, not at the top: cli imports this module
 
         self.waiting[episode] = ({"seed": self.settings["seed"] + episode, **result}, lines)
         written = False
