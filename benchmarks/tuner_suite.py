@@ -29,9 +29,11 @@ Triton tasks; no task slower beyond the noise.
 
 The main job runs first, in a process of its own, through the CLI with its defaults (as a user runs it). A task
 whose process would start after `--total-budget-s` is listed as not run. The JSON is rewritten as each task ends.
-Where a GPU is shared, the processes' timed runs are not ordered by one schedule (the grader has no per-GPU timing
-lock yet): parallel tasks add to each other's noise, which the baseline's gradings, taken in the same conditions,
-show. On the CPU interpreter nothing is timed: speedups are null, every line says `untimed (CPU interpreter)`, and
+Where a GPU is shared, the tasks' gradings take turns for their timed runs (`GraderConfig.gpu_schedule`, on unless
+`--no-gpu-schedule`; 2026-12-04, without it, one task's grade had its speedup withheld for a noise band of +-0.52
+under 8-way sharing), but the tuner's own measures (bench.py in the workspace) do not: parallel tasks add to each
+other's screening noise, which the baseline's gradings, taken in the same conditions, show. The main job runs as a
+user runs it, with the CLI's defaults. On the CPU interpreter nothing is timed: speedups are null, every line says `untimed (CPU interpreter)`, and
 the run checks only the plumbing.
 """
 from __future__ import annotations
@@ -66,21 +68,24 @@ def _grade_row(grade: dict) -> dict:
 
 
 def run_task(task: str, run_dir: str, budget_s: float, max_steps: int, baseline_grades: int, threads: int,
-             deadline: float) -> dict:
-    """One task: a tuner episode, then the baseline's gradings. Returns the task's record (see the module doc)."""
+             deadline: float, gpu_schedule: bool = True) -> dict:
+    """One task: a tuner episode, then the baseline's gradings. Returns the task's record (see the module doc).
+    `gpu_schedule`: `GraderConfig.gpu_schedule` for the gradings (their timed runs take turns on the GPU)."""
     if time.time() > deadline:
         return {"task": task, "status": "not run: the total budget was spent before it started"}
     import torch
 
     from kernelgym.env import KernelArenaEnv
     from kernelgym.errors import KernelGymError
+    from kernelgym.grader import GraderConfig
     from kernelgym.policy import load_policy
     from kernelgym.rollout import rollout
 
     torch.set_num_threads(threads)
     start = time.monotonic()
     try:
-        env = KernelArenaEnv(task, run_dir=run_dir, max_steps=max_steps, max_wall_s=budget_s + 120, spawn_ahead=False)
+        env = KernelArenaEnv(task, run_dir=run_dir, max_steps=max_steps, max_wall_s=budget_s + 120, spawn_ahead=False,
+                             grader=GraderConfig(gpu_schedule=gpu_schedule))
     except KernelGymError as e:  # e.g. a task this hardware cannot run: said, not hidden
         return {"task": task, "status": f"not run: {type(e).__name__}: {e}"}
     try:
@@ -220,6 +225,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--no-main-job", action="store_true", help="skip `kernelgym run --task triton-rmsnorm --policy tuner`")
     ap.add_argument("--main-job-timeout-s", type=float, default=470.0, help="the main job is killed after this")
     ap.add_argument("--main-job-config", default=None, help="a --policy-config for the main job (default: none)")
+    ap.add_argument("--gpu-schedule", action=argparse.BooleanOptionalAction, default=True,
+                    help="GraderConfig.gpu_schedule for the tasks' gradings: their timed runs take turns on each GPU")
     ap.add_argument("--run-dir", default="/tmp/kg-tuner-suite")
     args = ap.parse_args(argv)
     out = Path(args.out)
@@ -247,7 +254,8 @@ def main(argv: list[str] | None = None) -> int:
         main_job = None if args.no_main_job else pools[0].submit(run_main_job, str(run_root / "main-job"),
                                                                  args.main_job_timeout_s, args.main_job_config)
         pending = {pools[i % gpus].submit(run_task, t, str(run_root / t), args.task_budget_s, args.max_steps,
-                                          args.baseline_grades, threads, deadline): t for i, t in enumerate(tasks)}
+                                          args.baseline_grades, threads, deadline, args.gpu_schedule): t
+                   for i, t in enumerate(tasks)}
         while pending:
             done, _ = wait(pending, return_when=FIRST_COMPLETED)
             for f in done:
