@@ -17,6 +17,7 @@ from kernelgym.grader import Grade, GraderConfig
 from kernelgym.grader.outcome import is_infra_fault
 from kernelgym.grader.files import tree_bytes as workspace_bytes  # noqa: F401 - kept importable from here
 from kernelgym.grader.files import remove_tree, tree_usage
+from kernelgym.grader.gpu_schedule import scheduled_lock
 from kernelgym.hardware import HardwareProfile, detect_profile
 from kernelgym.sandbox import Limits, make_sandbox
 from kernelgym.spaces import (MAX_FILE_CHARS, MAX_OBS_CHARS, Action, ActionError, action_space,
@@ -158,8 +159,10 @@ class KernelArenaEnv(gym.Env):
         (self.episode_dir / EPISODE_RECORD).write_text(json.dumps(
             {"task": self.task.name, "task_dir": str(self.task.root), "env_id": self.task.env_id,
              "hardware": self.hardware.id, "episode_id": self.episode_id, "seed": seed, "format": fmt.name}))
+        lock = scheduled_lock(self.grader_config, self.hardware)  # bench.py's turns on the GPU (estimate.py)
         self.sandbox = make_sandbox(self.sandbox_kind, self.workspace, gpu=not self.hardware.interpreter,
-                                    env=fmt.sandbox_env(self.task, self.hardware), limits=self.command_limits)
+                                    env=fmt.sandbox_env(self.task, self.hardware), limits=self.command_limits,
+                                    readonly=[lock] if lock else [])
         # Drawn now so the warm worker can prepare this very grading while the agent works (worker.py).
         self._grading_seed = int(self.np_random.integers(0, 2**31 - 1))
         if self.grader_config.warm_worker:

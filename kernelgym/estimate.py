@@ -43,6 +43,7 @@ def bench_settings(task: Task, hardware: HardwareProfile, grader=None) -> dict:
     """The contents of ``.kernelgym/bench.json`` for `task` on `hardware`, graded with `grader` (a `GraderConfig`;
     None: the defaults)."""
     from kernelgym.grader import GraderConfig
+    from kernelgym.grader.gpu_schedule import scheduled_lock
     from kernelgym.roofline import evaluate
     grader = grader or GraderConfig()
     gpus = {p.id: {"name": p.name, "peak_bandwidth_gbps": p.peak_bandwidth_gbps, "peak_tflops": p.peak_tflops,
@@ -62,6 +63,8 @@ def bench_settings(task: Task, hardware: HardwareProfile, grader=None) -> dict:
         "grader": {"warmup": grader.warmup, "reps": grader.reps, "rounds": grader.rounds,
                    "input_sets": grader.input_sets},
         "bench": {"warmup": BENCH_WARMUP, "reps": BENCH_REPS, "rounds": BENCH_ROUNDS, "input_sets": BENCH_INPUT_SETS},
+        # The GPU's timing schedule (GraderConfig.gpu_schedule): bench.py's timed runs take turns with the gradings'.
+        "gpu_lock": str(lock) if (lock := scheduled_lock(grader, hardware)) else None, "gpu_wait_s": grader.gpu_wait_s,
         "roofline": per_config,
         "model": {"launch_us": LAUNCH_US, "default_target": DEFAULT_TARGET if DEFAULT_TARGET in gpus else
                   next(iter(sorted(gpus)), None), "targets": gpus},

@@ -225,3 +225,31 @@ def test_a_lock_that_could_not_be_opened_is_named_as_such():
     assert turn.error == "No such file or directory"
     assert "could not be taken (No such file" in gpu_turn_message(turn, "timed")
     assert "an agent's own commands do not" in gpu_turn_message(GpuTurn(True, 0.1), "timed")
+
+
+def test_bench_takes_the_gradings_turns_where_the_env_schedules_them(tmp_path, monkeypatch):
+    # The workspace's bench.py times on the GPU too: with GraderConfig.gpu_schedule its timed runs hold the same
+    # lock as the gradings' (bench.json names it; the agent's sandbox binds it read-only); otherwise it names none.
+    import gymnasium as gym
+
+    import kernelgym.env as env_mod
+    from kernelgym.discovery import get_task
+    from kernelgym.estimate import bench_settings
+    from kernelgym.grader import GraderConfig
+    from kernelgym.hardware import all_profiles, detect_profile
+    task, h200 = get_task("triton-rmsnorm"), all_profiles()["h200"]
+    on = bench_settings(task, h200, GraderConfig(gpu_schedule=True, gpu_wait_s=7.0))
+    assert on["gpu_lock"] == str(gpu_schedule.lock_file()) and on["gpu_wait_s"] == 7.0
+    assert bench_settings(task, h200)["gpu_lock"] is None  # the default: no schedule
+    assert bench_settings(task, detect_profile("cpu-interpreter"), GraderConfig(gpu_schedule=True))["gpu_lock"] is None
+    bench = (Path(env_mod.__file__).parent / "workspace_tools" / "bench.py").read_text()
+    assert "with harness.gpu_turn(turn):" in bench and 'SETTINGS.get("gpu_lock")' in bench
+    lock = tmp_path / "gpu.lock"
+    lock.write_text("")
+    monkeypatch.setattr(env_mod, "scheduled_lock", lambda config, hardware: lock)
+    env = gym.make("KernelArena/triton-rmsnorm-v0", run_dir=str(tmp_path / "run")).unwrapped
+    try:
+        env.reset(seed=0)
+        assert lock.resolve() in env.sandbox.readonly
+    finally:
+        env.close()

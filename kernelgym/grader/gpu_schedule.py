@@ -4,14 +4,16 @@ actors alike (`GraderConfig.gpu_schedule`).
 The schedule is an exclusive ``flock`` on one file per GPU, under the grading cache (``<cache>/gpu-locks/``, where
 every process of the user on this host finds it). The harness holds it only while it times a candidate against
 the baseline, and in an observed run while the checked calls run under the profiler (harness.gpu_turn); what other
-gradings do meanwhile (preparing inputs, compiling, computing references, comparing) overlaps. The file is bound
-read-only into the candidate's sandbox (flock needs no write access).
+gradings do meanwhile (preparing inputs, compiling, computing references, comparing) overlaps. The workspace's
+bench.py takes the same turns for its timed runs (bench.json names the file). The file is bound read-only into the
+candidate's sandbox and the agent's (flock needs no write access).
 
 What a candidate can do to it, and what bounds it: the lock is taken in the candidate's own process, so a candidate
 can hold it past its turn (a duplicated descriptor, a child) until its process ends (the grading's time limit, then
 every process in its sandbox is killed); every other grading waits at most `GraderConfig.gpu_wait_s` for its turn
 and then times anyway, and its grade says so (``gpu_turn`` in the performance stage). A candidate that skips the
-lock only overlaps its own timed runs with others', as without a schedule.
+lock only overlaps its own timed runs with others', as without a schedule. An agent's shell command can hold it
+too, for as long as the command runs; the same bound applies to every grading it delays.
 """
 from __future__ import annotations
 
@@ -92,3 +94,19 @@ def lock_file(key: str | None = None, root: Path | None = None) -> Path:
     finally:
         os.close(fd)
     return path
+
+
+def scheduled_lock(config, hardware) -> Path | None:
+    """The lock file gradings with `config` (a `GraderConfig`) on `hardware` take turns on, or None: where
+    `config.gpu_schedule` is off, on the CPU interpreter (nothing is timed), or where no lock file can be made (a
+    warning says so; grading then goes on unscheduled). The workspace's bench.py takes the same turns for its timed
+    runs, bound read-only into the agent's sandbox as into the candidate's."""
+    if not config.gpu_schedule or hardware.interpreter:
+        return None
+    try:
+        return lock_file()
+    except OSError as e:
+        import warnings
+        warnings.warn(f"GraderConfig.gpu_schedule: no lock file could be made ({e}); grading without the GPU's "
+                      f"schedule", RuntimeWarning, stacklevel=2)
+        return None

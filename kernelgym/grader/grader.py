@@ -24,7 +24,6 @@ import math
 import statistics
 import threading
 import time
-import warnings
 from pathlib import Path
 
 from kernelgym.backends import BACKENDS_DIR, backend_path, get_backend
@@ -376,14 +375,7 @@ class Grader(Preparing, Observing):
     def _gpu_lock(self) -> Path | None:
         """This GPU's timing schedule (gpu_schedule.py), where `GraderConfig.gpu_schedule` asks for it and a GPU
         grades; None otherwise (nothing is timed on the CPU interpreter)."""
-        if not self.config.gpu_schedule or self.hardware.interpreter:
-            return None
-        try:
-            return gpu_schedule.lock_file()
-        except OSError as e:  # the cache folder cannot be written: grade unscheduled, and say so once
-            warnings.warn(f"GraderConfig.gpu_schedule: no lock file could be made ({e}); grading without the GPU's "
-                          f"schedule", RuntimeWarning, stacklevel=2)
-            return None
+        return gpu_schedule.scheduled_lock(self.config, self.hardware)
 
     def _harness_env(self, directory: Path | None = None) -> dict[str, str]:
         """The harness's environment: the interpreter's variables on the CPU; on a GPU, with `directory`, the

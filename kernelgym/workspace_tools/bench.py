@@ -29,6 +29,7 @@ import math
 import os
 import sys
 import time
+import types
 
 T0 = time.monotonic()
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -246,7 +247,11 @@ def measure(args, configs):
                 tol = spec["tolerance"].get(dtype)
                 rule = s["rule"].get(dtype, "tolerance")
                 tols.append(None if rule != "tolerance" or not tol else (2 * tol["atol"], 2 * tol["rtol"]))
-            times, how, wrong = harness.time_pair(base, cand, pool, flush, reps, rounds, reset_l2, expected, tols)
+            # The gradings' turns on the GPU (GraderConfig.gpu_schedule), where the env takes them: no grading's
+            # timed runs overlap these.
+            turn = types.SimpleNamespace(gpu_lock=SETTINGS.get("gpu_lock"), gpu_wait_s=SETTINGS.get("gpu_wait_s", 60.0))
+            with harness.gpu_turn(turn):
+                times, how, wrong = harness.time_pair(base, cand, pool, flush, reps, rounds, reset_l2, expected, tols)
             if wrong:
                 print(f"config {i} {cfg}: WRONG in a timed run: {wrong}")
                 continue
