@@ -137,3 +137,24 @@ def test_closed_vector_env_refuses_steps(tmp_path, require_bwrap):
         with pytest.raises(ClosedEnvironmentError, match="closed"):
             call()
     assert envs.handles[0].actor is actor  # no new actor was started
+
+
+def test_actors_that_cannot_start_yet_are_named_in_a_warning_before_the_timeout(monkeypatch):
+    # Found by a second breaker: a second vector env on a busy cluster waited the whole start_timeout_s (600 s)
+    # silently. After WAIT_WARNING_S a warning says what the actors wait for; the wait goes on to the timeout.
+    from types import SimpleNamespace
+
+    from kernelgym.distributed import placement
+    waits, killed = [], []
+
+    def wait(refs, num_returns, timeout):
+        waits.append(timeout)
+        return [], list(refs)
+    fake = SimpleNamespace(wait=wait, kill=lambda a, no_restart: killed.append(a),
+                           available_resources=lambda: {"CPU": 0.0}, cluster_resources=lambda: {"CPU": 2.0})
+    monkeypatch.setattr(placement, "require_ray", lambda: fake)
+    monkeypatch.setattr(placement, "WAIT_WARNING_S", 0.5)
+    with pytest.warns(RuntimeWarning, match="2 of 2 Ray actor.*have not started after 0.5 s.*'num_cpus': 1"):
+        with pytest.raises(placement.ActorStartTimeout, match="after 2 s"):
+            placement.started(["a", "b"], ["r1", "r2"], {"num_cpus": 1}, timeout_s=2.0)
+    assert waits == [0.5, 1.5] and killed == ["a", "b"]

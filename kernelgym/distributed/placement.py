@@ -6,12 +6,13 @@ the envs, at most one each). Ray packs the
 actors of a fraction onto one GPU and sets each actor's ``CUDA_VISIBLE_DEVICES`` to the GPU it was given, so an
 env only ever sees its own GPU. On a cluster without GPUs (the CPU interpreter) no GPU is asked for.
 
-What actors on one GPU share: the GPU itself. Their timed runs are not yet ordered by one schedule per GPU (the
-per-GPU timing lock is a later change); the seam for it is `EnvActor.placement`'s ``gpu_ids``, known in each actor
-before its env is made (docs/DISTRIBUTED.md).
+What actors on one GPU share: the GPU itself. With ``GraderConfig(gpu_schedule=True)`` (passed as `make_ray_vec`'s
+``grader``) their timed runs take turns, as every grading on the host does: one lock file per GPU, named by its
+UUID (kernelgym/grader/gpu_schedule.py); off by default, as for local envs (docs/DISTRIBUTED.md).
 """
 from __future__ import annotations
 
+import warnings
 from typing import Any
 
 from kernelgym.errors import KernelGymError
@@ -19,6 +20,8 @@ from kernelgym.errors import KernelGymError
 #: How long the actors may take to start (their envs made) before the wait ends with ActorStartTimeout; an actor
 #: whose resources no node has waits in Ray's queue forever otherwise.
 START_TIMEOUT_S = 600.0
+#: After this many seconds of actors not starting, a warning says what they wait for (the wait goes on).
+WAIT_WARNING_S = 30.0
 
 #: Ray rounds fractional resources to this many decimal places; a finer fraction is refused by Ray.
 _FRACTION_DIGITS = 4
@@ -145,11 +148,19 @@ def started(actors: list, refs: list, options: dict[str, Any], timeout_s: float 
         As the calls raise.
     """
     ray = require_ray()
-    _, pending = ray.wait(refs, num_returns=len(refs), timeout=timeout_s)
+    asked = {k: v for k, v in options.items() if k in ("num_cpus", "num_gpus", "resources") and v}
+    # A first slice, then a warning: an actor whose resources are all taken (another vector env on the same cluster)
+    # waits in Ray's queue silently, up to the whole timeout.
+    first = min(timeout_s, WAIT_WARNING_S)
+    _, pending = ray.wait(refs, num_returns=len(refs), timeout=first)
+    if pending and timeout_s > first:
+        warnings.warn(f"{len(pending)} of {len(refs)} Ray actor(s) have not started after {first:g} s, each asking "
+                      f"for {asked or 'nothing'}; the cluster has {ray.available_resources()} free. Waiting up to "
+                      f"{timeout_s:g} s in all (start_timeout_s)", RuntimeWarning, stacklevel=3)
+        _, pending = ray.wait(refs, num_returns=len(refs), timeout=timeout_s - first)
     if pending:
         for actor in actors:
             ray.kill(actor, no_restart=True)
-        asked = {k: v for k, v in options.items() if k in ("num_cpus", "num_gpus", "resources") and v}
         raise ActorStartTimeout(
             f"{len(pending)} of {len(refs)} Ray actor(s) had not started after {timeout_s:g} s, each asking for "
             f"{asked or 'nothing'}; the cluster has {ray.cluster_resources()} in all, {ray.available_resources()} "
