@@ -61,6 +61,8 @@ def make_run_dir(parent: Path, task: str, policy: str, results: list[dict], *, s
                 "command_timeout_s": 300.0, "no_sandbox": False, "tasks_dir": None, "policies_dir": None,
                 "hardware_dir": None, "episodes": len(results)}
     (run_dir / "run.json").write_text(json.dumps(settings, indent=1))
+    # Each row carries its seed, as kernelgym.rollout.write_results writes them (unless the caller gave one).
+    results = [{"seed": seed + k, **r} for k, r in enumerate(results)]
     (run_dir / "results.json").write_text(json.dumps(results, indent=1))
     lines = []
     for k, r in enumerate(results):
