@@ -47,6 +47,15 @@ def _call_when_up(call):
             time.sleep(0.5)
 
 
+def infra_fault_step(env_id: str, message: str, step: int) -> tuple:
+    """The step result (observation, reward 0, not terminated, truncated, info) of an env whose actor died and
+    could not be brought back: ``info["outcome"]`` is ``infra_fault``, `message` says why; `step` is the episode's
+    step it ends at."""
+    info = {"task": env_id, "step": step, "action_kind": "none", "action_error": message, "grade": {},
+            "outcome": INFRA_FAULT, "infra_error": message}
+    return {"output": message, "prompt": ""}, 0.0, False, True, info
+
+
 class EnvLostError(RuntimeError):
     """An env's actor died during a reset and the reset failed on a new actor too (a new one is started for the
     next call)."""
@@ -150,9 +159,7 @@ class EnvHandle:
         self._replace_actor()
         if not self._pending:
             raise EnvLostError(message)
-        info = {"task": self.env_id, "step": len(self._pending), "action_kind": "none", "action_error": message,
-                "grade": {}, "outcome": INFRA_FAULT, "infra_error": message}
-        return {"output": message, "prompt": ""}, 0.0, False, True, info
+        return infra_fault_step(self.env_id, message, len(self._pending))
 
     def placement(self) -> dict[str, Any]:
         """The actor's `EnvActor.placement` (node, pid, GPU ids) with ``"dead": False``; for an actor that is dead

@@ -24,9 +24,8 @@ from gymnasium.error import ClosedEnvironmentError
 from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space, concatenate, create_empty_array, iterate
 
-from kernelgym.distributed.handle import EnvHandle, EnvLostError
+from kernelgym.distributed.handle import EnvHandle, EnvLostError, infra_fault_step
 from kernelgym.distributed.placement import START_TIMEOUT_S, actor_options, connect, started
-from kernelgym.grader.outcome import INFRA_FAULT
 
 
 def _seeds(seed: Any, num_envs: int) -> list[int | None]:
@@ -51,14 +50,6 @@ def _seeds(seed: Any, num_envs: int) -> list[int | None]:
     if len(seeds) != num_envs:
         raise ValueError(f"{len(seeds)} seeds for {num_envs} envs; give one per env, an int, or None")
     return seeds
-
-
-def _lost_step(error: EnvLostError, env_id: str) -> tuple:
-    """The step result of an env whose autoreset failed on every actor: an infra fault, truncated, reward 0."""
-    message = str(error)
-    info = {"task": env_id, "step": 0, "action_kind": "none", "action_error": message, "grade": {},
-            "outcome": INFRA_FAULT, "infra_error": message}
-    return {"output": message, "prompt": ""}, 0.0, False, True, info
 
 
 class RayVectorEnv(VectorEnv):
@@ -181,7 +172,7 @@ class RayVectorEnv(VectorEnv):
             try:
                 out = handle.result(ref)
             except EnvLostError as e:
-                kind, out = "step", _lost_step(e, handle.env_id)
+                kind, out = "step", infra_fault_step(handle.env_id, str(e), 0)  # its autoreset failed on every actor
             except Exception as e:  # noqa: BLE001 - raised once every other env's result is in
                 failure = failure or e
                 observations.append(self._observations_of(i))

@@ -85,8 +85,8 @@ def run_static_check(files: dict[str, bytes], entry_point: str, reference: str, 
                                      f"kernel file needs no such size or nesting)", elapsed_s=elapsed)
         try:
             result = json.loads(read_untrusted(tmp / "out.json", MAX_RESULT_BYTES))
-            errors = [_line(f) for f in result["source_errors"]]
-            findings = [_line(f) for f in result["findings"]]
+            errors = [finding_line(f) for f in result["source_errors"]]
+            findings = [finding_line(f) for f in result["findings"]]
         except (OSError, ValueError, KeyError, TypeError) as exc:
             return StaticCheck(error=f"the static check gave no result (exit code {run.returncode}: "
                                      f"{run.output.strip()[-500:] or type(exc).__name__})", elapsed_s=elapsed)
@@ -97,6 +97,6 @@ def run_static_check(files: dict[str, bytes], entry_point: str, reference: str, 
         shutil.rmtree(tmp, ignore_errors=True)
 
 
-def _line(f: dict) -> str:
-    """``file:line: what [rule]`` of one finding dict of the check's result."""
+def finding_line(f: dict) -> str:
+    """``file:line: what [rule]`` of one finding dict of the check's result (`provenance.check_files`)."""
     return f"{f['file']}:{int(f['line'])}: {f['what']}" + (f" [{f['rule']}]" if f.get("rule") else "")

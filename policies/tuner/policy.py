@@ -60,6 +60,7 @@ from typing import Any, Generator
 from kernelgym.errors import PolicyConfigError
 from kernelgym.grader.files import MAX_EDITABLE_BYTES
 from kernelgym.grader.provenance import check_files
+from kernelgym.grader.static_check import finding_line
 
 HERE = Path(__file__).resolve().parent
 
@@ -307,8 +308,7 @@ class TunerPolicy:
         """
         result = check_files({self.config.file: source.encode()}, self._entry_point, self._reference,
                              MAX_EDITABLE_BYTES)
-        return [f"{f['file']}:{int(f['line'])}: {f['what']}" + (f" [{f['rule']}]" if f.get("rule") else "")
-                for f in result["source_errors"] + result["findings"]]
+        return [finding_line(f) for f in result["source_errors"] + result["findings"]]
 
     def _trial(self, source: str, label: str):
         """A candidate's measure: a screen where screening is on (GPU), else the full measure; a variant the
