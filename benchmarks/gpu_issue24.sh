@@ -12,6 +12,7 @@
 #     bash benchmarks/gpu_issue24.sh session4b   # cuda-softmax's warm resets, matmul at 8 past its first gradings (6 min)
 #     bash benchmarks/gpu_issue24.sh session4b-cuda | session4b-matmul   # one half of session4b (2 or 4 min)
 #     bash benchmarks/gpu_issue24.sh session5    # rmsnorm at 8 and 1, matmul at 8, with the harness's CPU per phase (5 min)
+#     bash benchmarks/gpu_issue24.sh session6    # A/B: this tree against .baseline-tree, rmsnorm at 1 and 8 (5 min)
 #     bash benchmarks/gpu_issue24.sh baselines-parallel [--references-on-gpu]  # the 24 Triton baselines, 4 at once (5 min)
 # COMMIT=<hash> names the commit measured in machine.txt (the device's copy of .git is not the checkout's).
 # Copy $OUT into benchmarks/results/ with the machine and date.
@@ -70,6 +71,21 @@ session5)
     tp 95 triton-rmsnorm 8 45 s5_rmsnorm_n8.json
     tp 75 triton-rmsnorm 1 30 s5_rmsnorm_n1.json
     tp 150 triton-matmul 8 100 s5_matmul_n8.json
+    ;;
+session6)
+    # A/B in one call: this tree (the tracer's run ahead prepares beside the timed runs; the observed run goes while
+    # the outputs are compared) against the tree before it (.baseline-tree: `git archive 390e46e kernelgym tasks
+    # policies hardware benchmarks/throughput.py pyproject.toml`, carried), rmsnorm at 1 and 8 envs, alternating,
+    # each side with a grading cache of its own (about 5 min).
+    for n in 1 8; do
+        for side in base new; do
+            root=$PWD; [ "$side" = base ] && root=$PWD/.baseline-tree
+            window=30; [ "$n" = 8 ] && window=45
+            (cd "$root" && KERNELGYM_CACHE_DIR=/tmp/kg-cache-$side timeout $((window + 50)) python3 benchmarks/throughput.py \
+                --task triton-rmsnorm --envs $n --seconds $window --out "$OUT/s6_rmsnorm_n${n}_$side.json" 2>&1 \
+                | grep -v "^\s*$" | cut -c1-400)
+        done
+    done
     ;;
 session4b-cuda)
     tp 120 cuda-softmax 1 75 s4_cuda_softmax_n1.json --references-on-gpu

@@ -332,7 +332,7 @@ def observed_grader(fake_grader, monkeypatch):
         g = fake_grader(times, **kwargs)
         monkeypatch.setattr(g, "observer_unavailable", lambda: None)
 
-        def observed_run(session, sources):
+        def observed_run(session, sources, started=None):
             g.observed_sources = dict(sources)
             if isinstance(candidate, Exception):
                 raise candidate

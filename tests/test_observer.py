@@ -292,3 +292,105 @@ def test_an_observed_run_that_says_it_finished_is_not_waited_for(tmp_path):
             g._wait_observed(run)
     finally:
         proc.kill()
+
+
+def test_under_the_tracer_the_grading_waits_for_the_baseline_but_not_for_the_run_ahead_to_prepare(fake_grader):
+    """The tracer's run ahead prepares beside the candidate's timed runs (as other envs' runs do on a shared GPU); the
+    baseline's observation, whose device times every later cross-check reads, never overlaps them."""
+    import subprocess
+    import sys
+    import threading
+    import time as _time
+
+    from kernelgym.grader.grader import _ObservedRun
+    g = fake_grader([(0.05, 0.05)] * N)
+    g._tool = "tracer"
+    done = []
+    g._observer_thread = threading.Thread(target=lambda: (_time.sleep(0.3), done.append(1)))
+    g._observer_thread.start()
+    proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"], start_new_session=True)
+    try:
+        g._observing = _ObservedRun(proc, g.work_dir, g.work_dir, g.work_dir, ["[harness] prepare 0.1 s\n"])
+        start = _time.monotonic()
+        g._wait_for_observer(timeout_s=5.0)
+        assert done and _time.monotonic() - start < 2.0  # the baseline waited for, the unprepared run not
+        assert g._observing is not None and proc.poll() is None  # kept: it goes once the candidate's process ends
+    finally:
+        proc.kill()
+
+
+def _observed_ahead(g, monkeypatch, observation, block_s=0.0):
+    """Make `g`'s sessions look observed ahead, and its observed run a fake that takes a sleeping process as the run
+    ahead (so a cancel can kill it) and records when it ran. Returns the list of events."""
+    import subprocess
+    import sys
+    import time as _time
+
+    from kernelgym.grader import gates
+    from kernelgym.grader import grader as grader_module
+    from kernelgym.grader.grader import _ObservedRun
+    from kernelgym.grader.protocol import OUTPUTS
+    events = []
+    session_for = g._session_for
+    g._tool = "tracer"  # the grading does not wait for the (fake) run ahead to prepare
+
+    def session_with_run_ahead(seed):
+        session = session_for(seed)
+        proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"], start_new_session=True)
+        g._observing = _ObservedRun(proc, session.gdir, session.gdir, session.gdir, [])
+        events.append(("ahead", proc))
+        return session
+
+    def observed_run(session, sources, started=None):
+        ahead, g._observing = g._observing, None
+        events.append(("observed run starts", _time.monotonic()))
+        if started is not None:
+            started.take(ahead)
+        if ahead.proc.wait(timeout=block_s) is not None if block_s else False:
+            raise ObserverError("the observed run was killed")
+        g._observed_outputs = session.gdir / OUTPUTS
+        return observation
+
+    def correctness(*args, **kwargs):
+        events.append(("compare starts", _time.monotonic()))
+        _time.sleep(0.2)
+        result = gates.correctness_gate(*args, **kwargs)
+        events.append(("compare ends", _time.monotonic()))
+        return result
+
+    monkeypatch.setattr(g, "_session_for", session_with_run_ahead)
+    monkeypatch.setattr(g, "_observed_run", observed_run)
+    monkeypatch.setattr(grader_module, "correctness_gate", correctness)
+    return events
+
+
+def test_the_observed_run_goes_while_the_outputs_are_compared(observed_grader, observation, monkeypatch):
+    """The candidate's process has ended: its observed run goes at once, beside the parent's comparisons, and the
+    verdict is the one it gave after them."""
+    same = observation([[OWN]] * N)
+    g = observed_grader([(0.05, 0.05)] * N, same, same)
+    events = _observed_ahead(g, monkeypatch, same)
+    grade = g.grade(g.task.root, seed=1)
+    times = dict((name, t) for name, t in events if name != "ahead")
+    assert times["observed run starts"] < times["compare ends"]
+    assert grade.correct and grade.checks["observer"] == "passed" and grade.score > 215
+    foreign = observation([[OWN, ("sm90_xmma_gemm_f16f16", 900.0)]] * N)  # a library kernel seen: refused as before
+    g = observed_grader([(0.05, 0.05)] * N, same, same)
+    _observed_ahead(g, monkeypatch, foreign)
+    grade = g.grade(g.task.root, seed=1)
+    assert not grade.correct and grade.checks["observer"] == "failed" and grade.score == 20.0
+
+
+def test_an_observed_run_started_for_a_kernel_that_fails_correctness_is_killed(observed_grader, observation,
+                                                                                monkeypatch):
+    """A wrong kernel is not observed: the run that went beside the comparisons is killed, not waited for."""
+    import time as _time
+    same = observation([[OWN]] * N)
+    g = observed_grader([(0.05, 0.05)] * N, same, same, wrong_checked=(0,))
+    events = _observed_ahead(g, monkeypatch, same, block_s=60.0)
+    start = _time.monotonic()
+    grade = g.grade(g.task.root, seed=1)
+    assert _time.monotonic() - start < 30.0  # not the 60 s the run would take
+    assert not grade.correct and grade.checks["observer"] == "not run: an earlier gate failed"
+    proc = next(p for name, p in events if name == "ahead")
+    assert proc.wait(timeout=10) is not None  # killed

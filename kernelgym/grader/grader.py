@@ -166,6 +166,9 @@ class Grader(Preparing, Observing):
         compile_stage = compile_gate(problems, check, session, provenance)
         correct_stage, rows = Stage("correctness", None), [{"config": c} for c in self.configs]
         perf_stage, speedups, compared_ok, timed_ok = Stage("performance", None), None, None, None
+        # The observed run goes now, while the outputs are compared (the candidate's process has ended).
+        started = self.start_observation(session, sources) if compile_stage.passed and checks["observer"] == "pending" \
+            else None
         if compile_stage.passed:
             correct_stage, rows = correctness_gate(session, check, self.configs, provenance, self.provenance_note())
             compared_ok = correct_stage.passed
@@ -186,13 +189,15 @@ class Grader(Preparing, Observing):
         phases["compare"] = time.monotonic() - harness_done
         if correct_stage.passed and checks["observer"] == "pending":
             observed = time.monotonic()
-            verdict = self.observe(session, sources, rows, speedups, checks)
+            verdict = self.observe(session, sources, rows, speedups, checks, started)
             correct_stage.passed = correct_stage.passed and not verdict.refused
             perf_stage.passed = False if verdict.withheld else perf_stage.passed
             correct_stage.messages += verdict.correct_messages
             perf_stage.messages += verdict.perf_messages
             speedups = verdict.speedups
             phases["observer"] = time.monotonic() - observed
+        elif started is not None:
+            started.cancel()  # an earlier gate failed: the observation is not needed
         self.stop_observer()  # an observed run started ahead and not needed (an earlier gate failed)
         for name, state in checks.items():
             if state == "pending":

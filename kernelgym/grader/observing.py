@@ -64,6 +64,48 @@ class ObserverVerdict:
         return self
 
 
+class StartedObservation:
+    """The candidate's observed run started by `Observing.start_observation`, running in a thread of its own."""
+
+    def __init__(self) -> None:
+        self.thread: threading.Thread | None = None
+        self.observation: Observation | None = None
+        self.error: ObserverError | None = None
+        self.crash: BaseException | None = None
+        self._lock = threading.Lock()
+        self._run: _ObservedRun | None = None
+        self._cancelled = False
+
+    def take(self, run: "_ObservedRun | None") -> None:
+        """Record the run started ahead that the thread uses (None: a fresh one); one cancelled already is killed."""
+        with self._lock:
+            self._run = run
+            cancelled = self._cancelled
+        if cancelled and run is not None:
+            kill_group(run.proc)
+
+    def result(self) -> Observation:
+        """The observation, once the thread is done.
+
+        Raises:
+            ObserverError: the observed run failed (as `Observing._observed_run` raises it).
+        """
+        self.thread.join()
+        if self.crash is not None:
+            raise self.crash
+        if self.error is not None:
+            raise self.error
+        return self.observation
+
+    def cancel(self) -> None:
+        """Not needed after all (an earlier gate failed): kill the run and wait for the thread to end."""
+        with self._lock:
+            self._cancelled, run = True, self._run
+        if run is not None:
+            kill_group(run.proc)
+        self.thread.join()
+
+
 class Observing:
     """The observer's methods of `Grader` (see the module docstring); it holds no state of its own."""
 
@@ -145,11 +187,16 @@ class Observing:
             return False
 
     def _wait_for_observer(self, timeout_s: float = 120.0) -> None:
-        """Wait until the observer's background work is done (the baseline's observation) and the observed run started
-        ahead has prepared (it then idles), so that neither runs kernels while the candidate is timed. A run that does
-        not prepare in `timeout_s` is given up (the grading observes with a fresh run later)."""
+        """Wait until the observer's background work is done (the baseline's observation, whose device times are
+        cached for every later cross-check, so nothing of this grading's may run beside it) and, under Nsight Compute,
+        until the observed run started ahead has prepared (it then idles): ncu flushes the caches before every kernel,
+        which must not overlap the candidate's timed runs. The kernel tracer's run prepares beside them (its CUDA
+        start, inputs and first kernel, as other envs' runs do on a shared GPU), off the submit's path. A run that
+        does not prepare in `timeout_s` is given up (the grading observes with a fresh run later)."""
         if self._observer_thread is not None:
             self._observer_thread.join()
+        if self._tool == "tracer":
+            return
         ahead, deadline = self._observing, time.monotonic() + timeout_s
         while ahead is not None and PREPARED_MARKER not in "".join(ahead.output):
             if ahead.proc.poll() is not None or time.monotonic() > deadline:
@@ -172,12 +219,39 @@ class Observing:
         if ahead is not None:
             kill_group(ahead.proc)
 
+    def start_observation(self, session: GradingSession, sources: dict[str, str]) -> "StartedObservation | None":
+        """Start the candidate's observed run now, in a thread, where one was started ahead for this grading: it then
+        runs while the parent compares the checked outputs (`Grader.grade` calls this once the candidate's process
+        has ended and the compile gate passed). Returns None where no run waits ahead (`observe` runs a fresh one
+        itself, at the end)."""
+        if self.observer_unavailable() is not None:
+            return None
+        with self._ahead_lock:
+            ahead = self._observing
+        if ahead is None or ahead.gdir != session.gdir:
+            return None
+        started = StartedObservation()
+
+        def run() -> None:
+            try:
+                started.observation = self._observed_run(session, sources, started)
+            except ObserverError as e:
+                started.error = e
+            except BaseException as e:  # noqa: BLE001 - re-raised in the grading's thread by `result`
+                started.crash = e
+
+        started.thread = threading.Thread(target=run, name="observed-run", daemon=True)
+        started.thread.start()
+        return started
+
     def observe(self, session: GradingSession, sources: dict[str, str], rows: list[dict],
-                speedups: list[float] | None, checks: dict[str, str]) -> ObserverVerdict:
-        """Run the candidate's check once more under the profiler and judge what it saw: a config whose calls ran a
-        kernel that is neither the candidate's own nor allowed, or whose observed output is wrong, fails
-        correctness (its row says why); a speedup the observed device times do not support is withheld. Updates
-        `checks` and the rows; returns the verdict, which `Grader.grade` applies to the stages."""
+                speedups: list[float] | None, checks: dict[str, str],
+                started: "StartedObservation | None" = None) -> ObserverVerdict:
+        """Run the candidate's check once more under the profiler (or take the run `start_observation` started) and
+        judge what it saw: a config whose calls ran a kernel that is neither the candidate's own nor allowed, or
+        whose observed output is wrong, fails correctness (its row says why); a speedup the observed device times do
+        not support is withheld. Updates `checks` and the rows; returns the verdict, which `Grader.grade` applies to
+        the stages."""
         v = ObserverVerdict(speedups=speedups)
         unavailable = self.observer_unavailable()
         if unavailable:  # observer='required'
@@ -187,7 +261,7 @@ class Observing:
             return v.stands(None)
         own = self.backend.own_kernel_names(sources)
         try:
-            observation = self._observed_run(session, sources)
+            observation = started.result() if started is not None else self._observed_run(session, sources)
         except ObserverError as e:
             try:  # where the pristine baseline cannot be observed either, the machine is at fault, not the kernel
                 self.baseline_observation()
@@ -354,7 +428,8 @@ class Observing:
         threading.Thread(target=lambda: output.extend(proc.stdout), daemon=True).start()
         return _ObservedRun(proc, gdir, source, results, output)
 
-    def _observed_run(self, session: GradingSession, sources: dict[str, str]) -> Observation:
+    def _observed_run(self, session: GradingSession, sources: dict[str, str],
+                      started: "StartedObservation | None" = None) -> Observation:
         """The candidate's observed run: the run started ahead for this grading (`start_worker`) where there is one
         still waiting, else a fresh one. Either way it imports `sources`, the editable files as read before any
         candidate code ran (a file the candidate rewrote while checked is not what it observes), and for a compiled
@@ -374,6 +449,8 @@ class Observing:
             session.observer_ahead = ("prepared for another grading" if code is None else
                                       f"exited with code {code} before go: {''.join(ahead.output)[-1500:]}")
             ahead = None
+        if started is not None:
+            started.take(ahead)
         source, results = (ahead.source, ahead.results) if ahead else (self._observer_source(), self._observer_dir())
         for rel, text in sources.items():
             write_new(source / rel, text.encode())
