@@ -25,8 +25,16 @@ from rich.table import Table
 
 from kernelgym.errors import KernelGymError
 
+class _Console(Console):
+    """Rich's console, except that a closed stdout raises BrokenPipeError (`main` exits 141 on it, as for the
+    markdown table) instead of Rich's own exit code 1."""
+
+    def on_broken_pipe(self) -> None:
+        raise BrokenPipeError("stdout closed")
+
+
 # A fixed width when not on a terminal, so tables in logs are not cut at 80 columns.
-console = Console(width=None if sys.stdout.isatty() else 200)
+console = _Console(width=None if sys.stdout.isatty() else 200)
 
 
 def _source(path: Path, builtin_root: Path) -> str:
@@ -444,7 +452,7 @@ def print_run_header(env_id: str, policy: str, hardware) -> None:
     """The line before a run's first episode: its env id, policy and hardware (and, on the CPU interpreter, that
     nothing is timed). `hardware` is a kernelgym.hardware profile."""
     console.print(f"[bold]{env_id}[/] with policy [bold]{policy}[/] on {hardware.name}"
-                  + (" [yellow]- correctness only, no meaningful timing[/]" if hardware.interpreter else ""))
+                  + (" [yellow]- correctness only, nothing is timed[/]" if hardware.interpreter else ""))
 
 
 def print_resuming(done: int, episodes: int) -> None:
@@ -716,7 +724,7 @@ def cmd_export(args: argparse.Namespace) -> int:
                       f"{'' if len(export.rows) == 1 else 's'} (one row each: messages, tools, reward, outcome, grade, "
                       f"...)", soft_wrap=True)
         _print_left_out(export.report)
-        console.print(f"load it with: datasets.load_dataset('parquet', data_files={str(export.path)!r})  "
+        console.print(f"load it with: datasets.load_dataset('parquet', data_files={str(export.path)!r}, split='train')  "
                       f"(docs/OFFLINE.md)", soft_wrap=True)
     if not args.minari:
         return 0

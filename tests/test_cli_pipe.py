@@ -32,6 +32,15 @@ def test_piped_into_head_1_gives_the_first_line_and_no_traceback():
     assert proc.returncode in (0, cli.EXIT_STDOUT_CLOSED), proc.stderr
 
 
+def test_the_rich_table_exits_141_too():
+    # Rich's console exits 1 where stdout is closed (found by the issue-27 audit): the table exits as the markdown does.
+    proc = subprocess.Popen(KERNELGYM + ["list"], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc.stdout.close()
+    err = proc.stderr.read().decode()
+    assert proc.wait(timeout=120) == cli.EXIT_STDOUT_CLOSED, err
+    assert "Traceback" not in err, err
+
+
 def test_a_broken_pipe_elsewhere_is_not_hidden(monkeypatch):
     # Only a closed stdout is quiet: a pipe to a child process (an agent CLI's stdin) that breaks is a real error.
     def broken(args):
