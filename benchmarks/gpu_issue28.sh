@@ -34,7 +34,7 @@ if [ "${1:-}" = "part" ]; then
     k=${2:?part needs an index 0, 1 or 2}
     names=$(python3 -c "from kernelgym.discovery import discover_tasks; print(' '.join(n for n, t in sorted(discover_tasks().items()) if t.spec.language == 'triton'))")
     only=$(echo $names | tr ' ' '\n' | awk -v k=$k '(NR - 1) % 3 == k' | paste -sd, -)
-    gpus=1; parallel=8; budget=180
+    gpus=1; parallel=8; budget=${TASK_BUDGET_S:-180}  # TASK_BUDGET_S=120: a part in about 3.5 minutes
     extra=(--only "$only")
     [ "$k" = 0 ] || extra+=(--no-main-job)
 fi
