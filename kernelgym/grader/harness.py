@@ -565,6 +565,7 @@ def prepare(req, inputs=None):
     backend = load_backend(req.language, req.backend_file)
     if inputs is None:
         inputs = in_forked_child(lambda: seeded_inputs(req))
+    t = time.monotonic()
     check_inputs = _moved(inputs["check"], req.device)
     warmup_inputs = _moved(inputs["warmup"], req.device)
     if req.device != "cpu":
@@ -575,9 +576,11 @@ def prepare(req, inputs=None):
             _observed["trace"] = _tracer_flush_function()
         _synchronize()
     state = Prepared(backend, check_inputs, warmup_inputs=warmup_inputs, verify_inputs=inputs["verify"])
+    t = _phase("prepare.device", t)  # CUDA's start, the inputs moved to the device
     if req.mode in ("grade", "time") and req.baseline_directory:
         base_fn = load_entry(req, backend, req.baseline_directory, "kernelgym_baseline", req.baseline_build_directory)
         prepare_baseline(req, state, base_fn)
+        _phase("prepare.baseline", t)  # its module loaded, kernels compiled or read from the cache, pools, graphs
     return state
 
 
@@ -927,6 +930,7 @@ def main(path, go_fd=None, ready_fd=None, stop_others=False, wait_go=False, wait
     # its seed, and the inputs. Nothing here, freed or not, holds the seed, the request's text or a generator
     # seeded from it.
     answer = in_forked_child(lambda: _read_request_and_build(path))
+    _phase("prepare.inputs", t)
     req = protocol.Request.from_json(answer["request"])
     state = prepare(req, answer["inputs"])
     _phase("prepare", t)
