@@ -344,9 +344,9 @@ def _observed_ahead(g, monkeypatch, observation, block_s=0.0):
     def observed_run(session, sources, started=None):
         ahead, g._observing = g._observing, None
         events.append(("observed run starts", _time.monotonic()))
-        if started is not None:
-            started.take(ahead)
-        if ahead.proc.wait(timeout=block_s) is not None if block_s else False:
+        if block_s and started is not None:  # a long run, until cancelled; then the thread kills it (as the real one)
+            started.cancelled.wait(block_s)
+            ahead.proc.kill()
             raise ObserverError("the observed run was killed")
         g._observed_outputs = session.gdir / OUTPUTS
         return observation
@@ -394,3 +394,154 @@ def test_an_observed_run_started_for_a_kernel_that_fails_correctness_is_killed(o
     assert not grade.correct and grade.checks["observer"] == "not run: an earlier gate failed"
     proc = next(p for name, p in events if name == "ahead")
     assert proc.wait(timeout=10) is not None  # killed
+
+
+# -- the run ahead as a real process (the breaker's review of the overlap, 2026-12-07) ----------------------------
+def _sleeper(seconds, code=0, prepared=True):
+    """A stand-in for a run ahead: prints the prepared marker (where `prepared`), sleeps, exits with `code`."""
+    import subprocess
+    import sys
+
+    from kernelgym.grader.protocol import PREPARED_MARKER
+    script = (f"import sys, time\n{'print(%r, flush=True)' % PREPARED_MARKER if prepared else ''}\n"
+              f"time.sleep({seconds}); sys.exit({code})\n")
+    return subprocess.Popen([sys.executable, "-c", script], start_new_session=True, stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+
+
+def _with_run_ahead(g, monkeypatch, make_proc, prepared_output=True):
+    """Every session of `g` (under the tracer) gets a run ahead `make_proc()`, as `_prepare_observer` leaves it;
+    returns the processes made."""
+    import collections
+
+    from kernelgym.grader.observing import _ObservedRun
+    from kernelgym.grader.protocol import PREPARED_MARKER
+    procs, session_for = [], g._session_for
+    g._tool = "tracer"
+    monkeypatch.setattr(g, "observer_unavailable", lambda: None)
+
+    def session_with_run_ahead(seed):
+        session = session_for(seed)
+        procs.append(make_proc())
+        output = collections.deque([PREPARED_MARKER + "\n"] if prepared_output else [], maxlen=400)
+        g._observing = _ObservedRun(procs[-1], session.gdir, g._observer_source(), g._observer_dir(), output)
+        return session
+    monkeypatch.setattr(g, "_session_for", session_with_run_ahead)
+    return procs
+
+
+def _fake_fresh_runs(g, monkeypatch, seconds, observed):
+    """A fresh observed run takes `seconds` and sees `observed` (so does the baseline's); a run ahead's exit is
+    read as the real code reads it (nonzero: an ObserverError). Returns the fresh runs' start times."""
+    import time as _time
+    from types import SimpleNamespace
+
+    from kernelgym.grader.protocol import OUTPUTS
+    calls = []
+
+    class Sandbox:
+        def run(self, argv, limits=None):
+            calls.append(_time.monotonic())
+            _time.sleep(seconds)
+            return SimpleNamespace(timed_out=False, returncode=0, output="")
+
+    def read(results, timed_out, code, output):
+        if timed_out or code != 0:
+            raise ObserverError(f"the profiler exited with code {code}")
+        g._observed_outputs = g.session.gdir / OUTPUTS  # the checked outputs stand for the observed ones
+        return observed
+    monkeypatch.setattr(g, "_observer_command", lambda *a, **k: (Sandbox(), ["observed"]))
+    monkeypatch.setattr(g, "_read_observation", read)
+    monkeypatch.setattr(g, "baseline_observation", lambda: observed)
+    return calls
+
+
+def test_a_run_ahead_that_dies_while_preparing_is_the_machines_fault_not_the_kernels(fake_grader, observation,
+                                                                                      monkeypatch):
+    """It had not prepared when the candidate's process ended (under the tracer nothing waited for it) and died
+    (CUDA out of memory beside other envs): no candidate code ran in it, so a fresh run observes the kernel."""
+    same = observation([[OWN]] * N)
+    g = fake_grader([(0.05, 0.05)] * N)
+    _with_run_ahead(g, monkeypatch, lambda: _sleeper(1.5, code=1, prepared=False), prepared_output=False)
+    fresh = _fake_fresh_runs(g, monkeypatch, 0.0, same)
+    grade = g.grade(g.task.root, seed=1)
+    assert grade.correct and grade.checks["observer"] == "passed" and len(fresh) == 1
+    assert g.session.observer_ahead.startswith("exited with code 1 before go")
+
+
+def test_a_wrong_kernel_is_not_observed_where_the_run_ahead_died(fake_grader, observation, monkeypatch):
+    """The thread never runs a fresh observation (which nothing could cancel): a wrong kernel is not observed."""
+    import time as _time
+    same = observation([[OWN]] * N)
+    g = fake_grader([(0.05, 0.05)] * N, wrong_checked=(0,))
+
+    def dead():
+        proc = _sleeper(0.0, code=1)
+        proc.wait()
+        return proc
+    _with_run_ahead(g, monkeypatch, dead)
+    fresh = _fake_fresh_runs(g, monkeypatch, 8.0, same)
+    start = _time.monotonic()
+    grade = g.grade(g.task.root, seed=1)
+    assert not grade.correct and not fresh and _time.monotonic() - start < 6.0
+
+
+def test_an_error_in_the_comparisons_leaves_no_observed_run_behind(fake_grader, observation, monkeypatch):
+    """A TaskSpecError out of the comparisons (the task's reference failed) after the observed run went: the run is
+    killed and its thread ended before the error leaves grade()."""
+    import threading
+    import time as _time
+
+    from kernelgym.errors import TaskSpecError
+    from kernelgym.grader import grader as grader_module
+    same = observation([[OWN]] * N)
+    g = fake_grader([(0.05, 0.05)] * N)
+    procs = _with_run_ahead(g, monkeypatch, lambda: _sleeper(60))
+    _fake_fresh_runs(g, monkeypatch, 0.0, same)
+
+    def broken(*args, **kwargs):
+        _time.sleep(0.3)
+        raise TaskSpecError("the task's reference failed")
+    monkeypatch.setattr(grader_module, "correctness_gate", broken)
+    try:
+        with pytest.raises(TaskSpecError):
+            g.grade(g.task.root, seed=1)
+        assert procs[0].wait(timeout=10) is not None
+        assert not [t for t in threading.enumerate() if t.name == "observed-run"]
+    finally:
+        procs[0].kill()
+
+
+@pytest.mark.parametrize("cap", [None, 2_000])
+def test_a_candidates_cache_costs_the_parent_a_bounded_copy(fake_grader, observation, monkeypatch, cap):
+    """A wrong kernel's tree of 20,000 empty cache files: at most `files.MAX_COPIED_ENTRIES` are copied for its
+    observation, which went before the verdict was known; past the grading directory's file cap (disk check failed)
+    the observation never starts and nothing is copied."""
+    import dataclasses
+
+    from kernelgym.grader import files
+    same = observation([[OWN]] * N)
+    g = fake_grader([(0.05, 0.05)] * N, wrong_checked=() if cap else (0,))
+    if cap:
+        g.config = dataclasses.replace(g.config, grading_dir_cap_files=cap)
+    run_harness = g._run_harness
+
+    def harness_leaving_files(gdir, seed):
+        result = run_harness(gdir, seed)
+        cache = gdir / ".triton-cache" / "x"
+        cache.mkdir(parents=True)
+        for i in range(20_000):
+            (cache / f"{i}.json").touch()
+        return result
+    monkeypatch.setattr(g, "_run_harness", harness_leaving_files)
+    _with_run_ahead(g, monkeypatch, lambda: _sleeper(60))
+    _fake_fresh_runs(g, monkeypatch, 0.0, same)
+    copied, write_new = [], files.write_new
+    monkeypatch.setattr(files, "write_new", lambda path, data, *a, **k: (
+        copied.append(path) if "observed-" in str(path) else None, write_new(path, data, *a, **k))[1])
+    grade = g.grade(g.task.root, seed=1)
+    assert not grade.correct
+    if cap:
+        assert grade.checks["disk"].startswith("failed") and len(copied) < 10
+    else:
+        assert len(copied) <= files.MAX_COPIED_ENTRIES

@@ -166,38 +166,40 @@ class Grader(Preparing, Observing):
         compile_stage = compile_gate(problems, check, session, provenance)
         correct_stage, rows = Stage("correctness", None), [{"config": c} for c in self.configs]
         perf_stage, speedups, compared_ok, timed_ok = Stage("performance", None), None, None, None
-        # The observed run goes now, while the outputs are compared (the candidate's process has ended).
-        started = self.start_observation(session, sources) if compile_stage.passed and checks["observer"] == "pending" \
-            else None
-        if compile_stage.passed:
-            correct_stage, rows = correctness_gate(session, check, self.configs, provenance, self.provenance_note())
-            compared_ok = correct_stage.passed
-            # The harness ran it whatever the static check found: both verdicts are reported.
-            if checks["dynamic_check"] == "pending" and check.configs:
-                checks["dynamic_check"] = ("failed" if any(c.dynamic_check_failed for c in check.configs)
-                                           else "passed")
-            checks["launch_counter"] = grade_checks.launch_verdict(checks["launch_counter"], check)
-            if checks["disk"].startswith("failed"):
-                correct_stage.passed = False
-                correct_stage.messages.append(checks["disk"])
-        if correct_stage.passed:
-            perf_stage, speedups, timed_ok = performance_gate(session, rows, timed, self.config, self.hardware,
-                                                             self.task.spec.roofline)
-            if not timed_ok:
-                correct_stage.passed = False
-                correct_stage.messages.append("the output of the timed runs was wrong (see performance)")
-        phases["compare"] = time.monotonic() - harness_done
-        if correct_stage.passed and checks["observer"] == "pending":
-            observed = time.monotonic()
-            verdict = self.observe(session, sources, rows, speedups, checks, started)
-            correct_stage.passed = correct_stage.passed and not verdict.refused
-            perf_stage.passed = False if verdict.withheld else perf_stage.passed
-            correct_stage.messages += verdict.correct_messages
-            perf_stage.messages += verdict.perf_messages
-            speedups = verdict.speedups
-            phases["observer"] = time.monotonic() - observed
-        elif started is not None:
-            started.cancel()  # an earlier gate failed: the observation is not needed
+        # The observed run goes now, beside the comparisons, unless a verdict so far refuses the kernel; it is
+        # cancelled (killed) unless its verdict is read below.
+        started = self.start_observation(session, sources, compile_stage.passed and not provenance, checks)
+        try:
+            if compile_stage.passed:
+                correct_stage, rows = correctness_gate(session, check, self.configs, provenance, self.provenance_note())
+                compared_ok = correct_stage.passed
+                # The harness ran it whatever the static check found: both verdicts are reported.
+                if checks["dynamic_check"] == "pending" and check.configs:
+                    checks["dynamic_check"] = ("failed" if any(c.dynamic_check_failed for c in check.configs)
+                                               else "passed")
+                checks["launch_counter"] = grade_checks.launch_verdict(checks["launch_counter"], check)
+                if checks["disk"].startswith("failed"):
+                    correct_stage.passed = False
+                    correct_stage.messages.append(checks["disk"])
+            if correct_stage.passed:
+                perf_stage, speedups, timed_ok = performance_gate(session, rows, timed, self.config, self.hardware,
+                                                                 self.task.spec.roofline)
+                if not timed_ok:
+                    correct_stage.passed = False
+                    correct_stage.messages.append("the output of the timed runs was wrong (see performance)")
+            phases["compare"] = time.monotonic() - harness_done
+            if correct_stage.passed and checks["observer"] == "pending":
+                observed = time.monotonic()
+                verdict = self.observe(session, sources, rows, speedups, checks, started)
+                correct_stage.passed = correct_stage.passed and not verdict.refused
+                perf_stage.passed = False if verdict.withheld else perf_stage.passed
+                correct_stage.messages += verdict.correct_messages
+                perf_stage.messages += verdict.perf_messages
+                speedups = verdict.speedups
+                phases["observer"] = time.monotonic() - observed
+        finally:
+            if started is not None:
+                started.cancel()  # a no-op once its verdict was read
         self.stop_observer()  # an observed run started ahead and not needed (an earlier gate failed)
         for name, state in checks.items():
             if state == "pending":

@@ -45,6 +45,16 @@ class _ObservedRun:
     output: collections.deque
 
 
+def _prepared(run: _ObservedRun, deadline: float, cancelled: threading.Event | None = None) -> bool:
+    """Wait until the observed run started ahead says it has prepared (`PREPARED_MARKER`; it then idles, no
+    candidate code run yet). False where it exited first, `deadline` (monotonic s) passed or `cancelled` was set."""
+    while PREPARED_MARKER not in "".join(run.output):
+        if run.proc.poll() is not None or time.monotonic() > deadline or (cancelled and cancelled.is_set()):
+            return False
+        time.sleep(0.01)
+    return True
+
+
 @dataclass
 class ObserverVerdict:
     """What the outside observer decided about one grading (`Observing.observe`); `Grader.grade` applies it."""
@@ -65,27 +75,19 @@ class ObserverVerdict:
 
 
 class StartedObservation:
-    """The candidate's observed run started by `Observing.start_observation`, running in a thread of its own."""
+    """The candidate's observed run started by `Observing.start_observation`, running in a thread of its own. Only
+    that thread kills the run (`cancel` asks it to): one process is never killed from two threads."""
 
     def __init__(self) -> None:
         self.thread: threading.Thread | None = None
         self.observation: Observation | None = None
         self.error: ObserverError | None = None
         self.crash: BaseException | None = None
-        self._lock = threading.Lock()
-        self._run: _ObservedRun | None = None
-        self._cancelled = False
+        self.cancelled = threading.Event()
 
-    def take(self, run: "_ObservedRun | None") -> None:
-        """Record the run started ahead that the thread uses (None: a fresh one); one cancelled already is killed."""
-        with self._lock:
-            self._run = run
-            cancelled = self._cancelled
-        if cancelled and run is not None:
-            kill_group(run.proc)
-
-    def result(self) -> Observation:
-        """The observation, once the thread is done.
+    def result(self) -> Observation | None:
+        """The observation, once the thread is done; None where the run ahead could not serve (it died or did not
+        prepare before ``go``: no candidate code ran in it), and a fresh run must observe instead.
 
         Raises:
             ObserverError: the observed run failed (as `Observing._observed_run` raises it).
@@ -98,11 +100,9 @@ class StartedObservation:
         return self.observation
 
     def cancel(self) -> None:
-        """Not needed after all (an earlier gate failed): kill the run and wait for the thread to end."""
-        with self._lock:
-            self._cancelled, run = True, self._run
-        if run is not None:
-            kill_group(run.proc)
+        """Not needed (an earlier gate failed, or the grading raised): the thread kills the run, before ``go`` where
+        it has not gone yet, and ends; waits for it. A no-op once the result was read."""
+        self.cancelled.set()
         self.thread.join()
 
 
@@ -197,12 +197,9 @@ class Observing:
             self._observer_thread.join()
         if self._tool == "tracer":
             return
-        ahead, deadline = self._observing, time.monotonic() + timeout_s
-        while ahead is not None and PREPARED_MARKER not in "".join(ahead.output):
-            if ahead.proc.poll() is not None or time.monotonic() > deadline:
-                self.stop_observer()
-                return
-            time.sleep(0.02)
+        ahead = self._observing
+        if ahead is not None and not _prepared(ahead, time.monotonic() + timeout_s):
+            self.stop_observer()
 
     def wait_for_baseline(self) -> None:
         """Block until the observer's background work started by `start_worker` (the pristine baseline's observation,
@@ -219,16 +216,21 @@ class Observing:
         if ahead is not None:
             kill_group(ahead.proc)
 
-    def start_observation(self, session: GradingSession, sources: dict[str, str]) -> "StartedObservation | None":
-        """Start the candidate's observed run now, in a thread, where one was started ahead for this grading: it then
-        runs while the parent compares the checked outputs (`Grader.grade` calls this once the candidate's process
-        has ended and the compile gate passed). Returns None where no run waits ahead (`observe` runs a fresh one
-        itself, at the end)."""
+    def start_observation(self, session: GradingSession, sources: dict[str, str], passed_so_far: bool,
+                          checks: dict[str, str]) -> "StartedObservation | None":
+        """Start the candidate's observed run now, in a thread, where one was started ahead for this grading and is
+        alive: it then runs while the parent compares the checked outputs (`Grader.grade` calls this once the
+        candidate's process has ended). Not where `passed_so_far` is False (the compile gate or the static check
+        refused the kernel), the grading is not observed (`checks`' ``observer`` is not pending) or its disk check
+        failed: a refused kernel's files are never copied for an observation. Returns None then, and where no run
+        waits ahead (`observe` runs a fresh one itself, at the end, where it is needed)."""
+        if not passed_so_far or checks.get("observer") != "pending" or checks.get("disk", "").startswith("failed"):
+            return None
         if self.observer_unavailable() is not None:
             return None
         with self._ahead_lock:
             ahead = self._observing
-        if ahead is None or ahead.gdir != session.gdir:
+        if ahead is None or ahead.gdir != session.gdir or ahead.proc.poll() is not None:
             return None
         started = StartedObservation()
 
@@ -261,7 +263,9 @@ class Observing:
             return v.stands(None)
         own = self.backend.own_kernel_names(sources)
         try:
-            observation = started.result() if started is not None else self._observed_run(session, sources)
+            observation = started.result() if started is not None else None
+            if observation is None:  # not started beside the comparisons, or its run ahead could not serve
+                observation = self._observed_run(session, sources)
         except ObserverError as e:
             try:  # where the pristine baseline cannot be observed either, the machine is at fault, not the kernel
                 self.baseline_observation()
@@ -429,11 +433,12 @@ class Observing:
         return _ObservedRun(proc, gdir, source, results, output)
 
     def _observed_run(self, session: GradingSession, sources: dict[str, str],
-                      started: "StartedObservation | None" = None) -> Observation:
+                      started: "StartedObservation | None" = None) -> Observation | None:
         """The candidate's observed run: the run started ahead for this grading (`start_worker`) where there is one
-        still waiting, else a fresh one. Either way it imports `sources`, the editable files as read before any
-        candidate code ran (a file the candidate rewrote while checked is not what it observes), and for a compiled
-        language the trusted build step's output.
+        still waiting and it prepares, else a fresh one. Either way it imports `sources`, the editable files as read
+        before any candidate code ran (a file the candidate rewrote while checked is not what it observes), and for a
+        compiled language the trusted build step's output. From a `started` thread only the run ahead serves: where
+        it cannot, None (the grading's thread runs a fresh one where needed); `started.cancelled` stops it.
 
         Raises:
             ObserverError: the run timed out, failed, or its report is missing or incomplete.
@@ -442,16 +447,25 @@ class Observing:
             self._observer_thread.join()  # the observed run started ahead may still be starting
         with self._ahead_lock:
             self._ahead_token, ahead, self._observing = None, self._observing, None
-        session.observer_ahead = "none started"  # the used run's own line follows its exit
-        if ahead is not None and (ahead.gdir != session.gdir or ahead.proc.poll() is not None):
+        # The used run's own line follows its exit; a thread's word on why its run ahead could not serve stays.
+        session.observer_ahead = session.observer_ahead or "none started"
+        cancelled = started.cancelled if started is not None else None
+        # Under the tracer the candidate ran while this run prepared: it must have prepared before "go", or it serves
+        # no more (a death while preparing, an out-of-memory beside other envs, is the machine's, not the kernel's).
+        if ahead is not None and (ahead.gdir != session.gdir or
+                                  not _prepared(ahead, time.monotonic() + self.timeout_s, cancelled)):
             code = ahead.proc.poll()
             kill_group(ahead.proc)  # prepared for another grading, or died before go: no candidate code ran in it
-            session.observer_ahead = ("prepared for another grading" if code is None else
+            session.observed_dirs = [ahead.source, ahead.results]
+            session.observer_ahead = ("prepared for another grading" if ahead.gdir != session.gdir else
+                                      "cancelled" if cancelled and cancelled.is_set() else
+                                      f"did not prepare in {self.timeout_s:.0f} s" if code is None else
                                       f"exited with code {code} before go: {''.join(ahead.output)[-1500:]}")
             ahead = None
-        if started is not None:
-            started.take(ahead)
+        if started is not None and ahead is None:
+            return None  # the grading's own thread runs a fresh one, where it still needs an observation
         source, results = (ahead.source, ahead.results) if ahead else (self._observer_source(), self._observer_dir())
+        session.observed_dirs = [source, results]  # removed once the grade is read
         for rel, text in sources.items():
             write_new(source / rel, text.encode())
         # What the checked run compiled (its process is gone): the observed run need not compile it again.
@@ -475,9 +489,11 @@ class Observing:
         else:
             timed_out, went = False, time.monotonic()
             try:
+                if cancelled is not None and cancelled.is_set():
+                    raise OSError("cancelled before go")
                 ahead.proc.stdin.write("go\n")
                 ahead.proc.stdin.close()
-                finished = self._wait_observed(ahead)
+                finished = self._wait_observed(ahead, cancelled)
             except subprocess.TimeoutExpired:
                 timed_out, finished = True, False
             except OSError:
@@ -488,14 +504,14 @@ class Observing:
             code, output = 0 if finished else ahead.proc.returncode, "".join(ahead.output)
             session.observer_ahead = f"used: go to {'finished' if finished else 'exit'} {time.monotonic() - went:.2f} s"
         self._observed_outputs = results / (OBSERVED_PREFIX + OUTPUTS)
-        session.observed_dirs = [source, results]  # removed once the grade is read
         session.observer_log = output[-4000:]  # the observed run's harness log (phases), for diagnosis
         return self._read_observation(results, timed_out, code, output)
 
-    def _wait_observed(self, ahead: "_ObservedRun") -> bool:
+    def _wait_observed(self, ahead: "_ObservedRun", cancelled: threading.Event | None = None) -> bool:
         """Wait for the observed run started ahead to exit or, under the kernel tracer, to say it has finished
         (`OBSERVED_FINISHED_MARKER`: its results and trace are written; the caller then ends its sandbox, which saves
-        CUDA's teardown). Returns whether it said so. Under ncu, which writes its report at exit, it waits for the exit.
+        CUDA's teardown), or for `cancelled`. Returns whether it said so. Under ncu, which writes its report at exit,
+        it waits for the exit.
 
         Raises:
             subprocess.TimeoutExpired: neither within the grader's limit.
@@ -504,6 +520,8 @@ class Observing:
         while ahead.proc.poll() is None:
             if self._tool == "tracer" and OBSERVED_FINISHED_MARKER in "".join(list(ahead.output)[-8:]):
                 return True
+            if cancelled is not None and cancelled.is_set():
+                return False
             if time.monotonic() > deadline:
                 raise subprocess.TimeoutExpired(ahead.proc.args, self.timeout_s)
             time.sleep(0.005)
