@@ -13,6 +13,7 @@
 #     bash benchmarks/gpu_issue24.sh session4b-cuda | session4b-matmul   # one half of session4b (2 or 4 min)
 #     bash benchmarks/gpu_issue24.sh session5    # rmsnorm at 8 and 1, matmul at 8, with the harness's CPU per phase (5 min)
 #     bash benchmarks/gpu_issue24.sh session6    # A/B: this tree against .baseline-tree, rmsnorm at 1 and 8 (5 min)
+#     bash benchmarks/gpu_issue24.sh session7    # rmsnorm at 1 and 8, matmul at 8 (7 min)
 #     bash benchmarks/gpu_issue24.sh baselines-parallel [--references-on-gpu]  # the 24 Triton baselines, 4 at once (5 min)
 # COMMIT=<hash> names the commit measured in machine.txt (the device's copy of .git is not the checkout's).
 # Copy $OUT into benchmarks/results/ with the machine and date.
@@ -86,6 +87,14 @@ session6)
                 | grep -v "^\s*$" | cut -c1-400)
         done
     done
+    ;;
+session7)
+    # The tree as it is: rmsnorm at 1 and 8 envs (the checked run's prepare split: prepare.inputs/.device/.baseline),
+    # then matmul at 8 envs, whose gradings waited a median 26.8 s for the observed run ahead to prepare on the H200
+    # (2026-12-04), a wait the tracer no longer has (about 7 min).
+    tp 75 triton-rmsnorm 1 30 s7_rmsnorm_n1.json
+    tp 100 triton-rmsnorm 8 45 s7_rmsnorm_n8.json
+    tp 270 triton-matmul 8 140 s7_matmul_n8.json
     ;;
 session4b-cuda)
     tp 120 cuda-softmax 1 75 s4_cuda_softmax_n1.json --references-on-gpu
