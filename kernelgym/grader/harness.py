@@ -659,6 +659,11 @@ def in_forked_children(works):
     """`in_forked_child` of each of `works` at once, each in a child of its own (so in parallel: a task's input
     builder draws its largest tensors on one CPU thread), and their values in order. Processes, not threads: a
     builder may seed a global generator. The same errors as `in_forked_child`, for the first work that failed."""
+    return _collect(_fork_each(works))
+
+
+def _fork_each(works):
+    """Fork a child for each of `works` (`_forked_work`), now; returns their (pid, read end) for `_collect`."""
     sys.stdout.flush()  # else what is buffered here would be written twice, once by each child
     sys.stderr.flush()
     children = []
@@ -669,6 +674,11 @@ def in_forked_children(works):
             _forked_work(work, read_end, write_end, [r for _, r in children])
         os.close(write_end)
         children.append((pid, read_end))
+    return children
+
+
+def _collect(children):
+    """The values of the works `_fork_each` started, in order (the errors of `in_forked_child`)."""
     answers = []
     for pid, read_end in children:  # each child has its result computed before it writes: read one after another
         with open(read_end, "rb") as f:
@@ -931,7 +941,10 @@ def main(path, go_fd=None, ready_fd=None, stop_others=False, wait_go=False, wait
     # its file (the parent keeps its own copy) and builds every seeded input, and sends back the request without
     # its seed, and the inputs. Nothing here, freed or not, holds the seed, the request's text or a generator
     # seeded from it.
-    answer = in_forked_child(lambda: _read_request_and_build(path))
+    children = _fork_each([lambda: _read_request_and_build(path)])
+    # CUDA starts meanwhile, after the fork: the child, which does not use CUDA, could not have.
+    _start_cuda()
+    answer = _collect(children)[0]
     _phase("prepare.inputs", t)
     req = protocol.Request.from_json(answer["request"])
     state = prepare(req, answer["inputs"])
@@ -956,6 +969,19 @@ def main(path, go_fd=None, ready_fd=None, stop_others=False, wait_go=False, wait
         # The results are written: the worker may answer now, without waiting for this process's exit (tearing
         # down CUDA takes a few hundred ms). A candidate that writes this early only cuts its own grading short.
         os.write(ready_fd, FINISHED)
+
+
+def _start_cuda():
+    """Start CUDA (its context and the caching allocator) where this harness runs kernels on a GPU, while `main`'s
+    forked child builds the inputs (0.22 s of a 1-env grading's prepare on the H100, 2.3 s at 8 envs, 2026-12-07);
+    nothing on Triton's CPU interpreter or without a GPU. A failure here is left to `prepare`, which reports it."""
+    if os.environ.get("TRITON_INTERPRET") == "1":
+        return
+    try:
+        if torch.cuda.is_available():
+            torch.empty(1, device="cuda")
+    except Exception:  # noqa: BLE001 - prepare's own first use raises it again, where it is reported
+        pass
 
 
 def _read_request_and_build(path):
