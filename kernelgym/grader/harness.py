@@ -716,9 +716,7 @@ def _forked_work(work, read_end, write_end, siblings):
         except Exception:  # noqa: BLE001 - raised again in the parent
             answer = ("error", tb())
         with open(write_end, "wb") as f:
-            # The legacy format: no zip records and CRCs to write and check (rmsnorm's 89 MB set round-trips in 0.13 s
-            # against 0.23 s on the CPU machine); the parent reads it whole before loading.
-            torch.save(answer, f, _use_new_zipfile_serialization=False)
+            torch.save(answer, f)
         code = 0
     except BaseException:  # noqa: BLE001 - the parent reports the exit
         traceback.print_exc()
