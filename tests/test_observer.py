@@ -545,3 +545,128 @@ def test_a_candidates_cache_costs_the_parent_a_bounded_copy(fake_grader, observa
         assert grade.checks["disk"].startswith("failed") and len(copied) < 10
     else:
         assert len(copied) <= files.MAX_COPIED_ENTRIES
+
+
+# -- the second review of the overlap (2026-12-07): each failed on bbd3d17 -------------------------------------------
+import dataclasses as _dataclasses  # noqa: E402
+import errno  # noqa: E402
+import time  # noqa: E402
+
+from kernelgym.errors import TaskSpecError  # noqa: E402
+from kernelgym.grader import grader as grader_module  # noqa: E402
+from kernelgym.grader import observing  # noqa: E402
+
+
+def _leftover(g):
+    return sorted(p.name for p in g.work_dir.iterdir() if p.name.startswith("observed-"))
+
+
+def test_a_dead_run_aheads_directories_are_removed(fake_grader, observation, monkeypatch):
+    """The run ahead died while preparing; a fresh run observed. Both runs' directories should be gone."""
+    same = observation([[OWN]] * N)
+    g = fake_grader([(0.05, 0.05)] * N)
+    _with_run_ahead(g, monkeypatch, lambda: _sleeper(0.3, code=1, prepared=False), prepared_output=False)
+    _fake_fresh_runs(g, monkeypatch, 0.0, same)
+    grade = g.grade(g.task.root, seed=1)
+    assert grade.correct and g.session.observer_ahead.startswith("exited with code 1")
+    assert _leftover(g) == [], f"left behind: {_leftover(g)}"
+
+
+def test_an_error_in_the_comparisons_with_no_observation_started_leaves_no_run_ahead(fake_grader, observation,
+                                                                                         monkeypatch):
+    """start_observation declined (the disk check failed), the comparisons raise TaskSpecError: grade() skips
+    stop_observer, so the run ahead (holding the GPU) stays alive."""
+    same = observation([[OWN]] * N)
+    g = fake_grader([(0.05, 0.05)] * N)
+    g.config = _dataclasses.replace(g.config, grading_dir_cap_files=2)
+    procs = _with_run_ahead(g, monkeypatch, lambda: _sleeper(60))
+    _fake_fresh_runs(g, monkeypatch, 0.0, same)
+
+    def broken(*args, **kwargs):
+        raise TaskSpecError("the task's reference failed")
+    monkeypatch.setattr(grader_module, "correctness_gate", broken)
+    try:
+        with pytest.raises(TaskSpecError):
+            g.grade(g.task.root, seed=1)
+        time.sleep(0.2)
+        assert procs[0].poll() is not None, "the run ahead is still running after grade() raised"
+    finally:
+        procs[0].kill()
+
+
+@pytest.mark.parametrize("wrong", [False, True])
+def test_a_crash_in_the_thread_before_go_leaves_no_run_ahead(fake_grader, observation, monkeypatch, wrong):
+    """The thread took the run ahead out of _observing, then the copy for it raised (ENOSPC). Only the thread kills
+    its run, and it never does here: the process is left running (a spawned one has a 24 h limit)."""
+    same = observation([[OWN]] * N)
+    g = fake_grader([(0.05, 0.05)] * N, wrong_checked=(0,) if wrong else ())
+    procs = _with_run_ahead(g, monkeypatch, lambda: _sleeper(60))
+    _fake_fresh_runs(g, monkeypatch, 0.0, same)
+
+    def full(*a, **k):
+        raise OSError(errno.ENOSPC, "No space left on device")
+    monkeypatch.setattr(observing, "write_new", full)  # the sources written for the observed run
+    try:
+        try:
+            g.grade(g.task.root, seed=1)
+        except OSError:
+            pass  # correct kernel: the crash is re-raised by result()
+        time.sleep(0.2)
+        assert procs[0].poll() is not None, "the run ahead is still running after grade() returned/raised"
+    finally:
+        procs[0].kill()
+
+
+def test_a_run_cancelled_before_go_is_not_reported_as_used(fake_grader, observation, monkeypatch):
+    """A wrong kernel: the cancel comes while the thread copies files, before go. observer_ahead should not say
+    'used: go to ...'."""
+    same = observation([[OWN]] * N)
+    g = fake_grader([(0.05, 0.05)] * N, wrong_checked=(0,))
+    procs = _with_run_ahead(g, monkeypatch, lambda: _sleeper(60))
+    _fake_fresh_runs(g, monkeypatch, 0.0, same)
+    copy = observing.copy_regular_files
+
+    def slow(*a, **k):
+        time.sleep(1.0)
+        return copy(*a, **k)
+    monkeypatch.setattr(observing, "copy_regular_files", slow)
+    try:
+        g.grade(g.task.root, seed=1)
+        assert not g.session.observer_ahead.startswith("used"), g.session.observer_ahead
+    finally:
+        procs[0].kill()
+
+
+def test_an_unused_run_aheads_directories_are_removed(fake_grader, observation, monkeypatch):
+    """(pre-existing) A run ahead killed by stop_observer (start_observation declined: the disk check failed, a
+    finding, a failed compile): its observed-src-*/observed-* directories are never removed."""
+    same = observation([[OWN]] * N)
+    g = fake_grader([(0.05, 0.05)] * N)
+    g.config = _dataclasses.replace(g.config, grading_dir_cap_files=2)
+    procs = _with_run_ahead(g, monkeypatch, lambda: _sleeper(60))
+    _fake_fresh_runs(g, monkeypatch, 0.0, same)
+    try:
+        grade = g.grade(g.task.root, seed=1)
+        assert not grade.correct
+        assert _leftover(g) == [], f"left behind: {_leftover(g)}"
+    finally:
+        procs[0].kill()
+
+
+def test_a_run_ahead_that_died_after_preparing_does_not_refuse_an_honest_kernel(fake_grader, observation,
+                                                                                  monkeypatch):
+    """The run ahead printed PREPARED, then died before go (host OOM killer, a GPU fault, its PRELOAD import):
+    no candidate code ran in it. _prepared() sees the marker and returns True without polling, so 'go' is written
+    to a dead process and the honest kernel is refused. Before bbd3d17 the poll() check sent it to a fresh run."""
+    same = observation([[OWN]] * N)
+    g = fake_grader([(0.05, 0.05)] * N)
+
+    def dead_after_prepared():
+        proc = _sleeper(0.0, code=1, prepared=True)
+        proc.wait()
+        return proc
+    _with_run_ahead(g, monkeypatch, dead_after_prepared)
+    fresh = _fake_fresh_runs(g, monkeypatch, 0.0, same)
+    grade = g.grade(g.task.root, seed=1)
+    assert grade.correct and grade.checks["observer"] == "passed" and len(fresh) == 1, (
+        grade.score, grade.checks["observer"], g.session.observer_ahead, len(fresh))

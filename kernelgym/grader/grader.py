@@ -200,7 +200,7 @@ class Grader(Preparing, Observing):
         finally:
             if started is not None:
                 started.cancel()  # a no-op once its verdict was read
-        self.stop_observer()  # an observed run started ahead and not needed (an earlier gate failed)
+            self.stop_observer()  # an observed run started ahead and not needed (an earlier gate failed)
         for name, state in checks.items():
             if state == "pending":
                 checks[name] = "not run: an earlier gate failed"

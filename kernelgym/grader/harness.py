@@ -576,7 +576,7 @@ def prepare(req, inputs=None):
             _observed["trace"] = _tracer_flush_function()
         _synchronize()
     state = Prepared(backend, check_inputs, warmup_inputs=warmup_inputs, verify_inputs=inputs["verify"])
-    t = _phase("prepare.device", t)  # CUDA's start, the inputs moved to the device
+    t = _phase("prepare.device", t)  # the inputs moved to the device (CUDA started beside their build: main)
     if req.mode in ("grade", "time") and req.baseline_directory:
         base_fn = load_entry(req, backend, req.baseline_directory, "kernelgym_baseline", req.baseline_build_directory)
         prepare_baseline(req, state, base_fn)

@@ -48,11 +48,13 @@ class _ObservedRun:
 def _prepared(run: _ObservedRun, deadline: float, cancelled: threading.Event | None = None) -> bool:
     """Wait until the observed run started ahead says it has prepared (`PREPARED_MARKER`; it then idles, no
     candidate code run yet). False where it exited first, `deadline` (monotonic s) passed or `cancelled` was set."""
-    while PREPARED_MARKER not in "".join(run.output):
-        if run.proc.poll() is not None or time.monotonic() > deadline or (cancelled and cancelled.is_set()):
+    while run.proc.poll() is None:  # one that printed the marker and died since serves no more either
+        if PREPARED_MARKER in "".join(run.output):
+            return True
+        if time.monotonic() > deadline or (cancelled and cancelled.is_set()):
             return False
         time.sleep(0.01)
-    return True
+    return False
 
 
 @dataclass
@@ -215,6 +217,8 @@ class Observing:
             self._ahead_token, ahead, self._observing = None, self._observing, None
         if ahead is not None:
             kill_group(ahead.proc)
+            for directory in (ahead.source, ahead.results):  # its folders, made for it alone
+                remove_tree(directory)
 
     def start_observation(self, session: GradingSession, sources: dict[str, str], passed_so_far: bool,
                           checks: dict[str, str]) -> "StartedObservation | None":
@@ -456,7 +460,7 @@ class Observing:
                                   not _prepared(ahead, time.monotonic() + self.timeout_s, cancelled)):
             code = ahead.proc.poll()
             kill_group(ahead.proc)  # prepared for another grading, or died before go: no candidate code ran in it
-            session.observed_dirs = [ahead.source, ahead.results]
+            session.observed_dirs += [ahead.source, ahead.results]
             session.observer_ahead = ("prepared for another grading" if ahead.gdir != session.gdir else
                                       "cancelled" if cancelled and cancelled.is_set() else
                                       f"did not prepare in {self.timeout_s:.0f} s" if code is None else
@@ -465,7 +469,18 @@ class Observing:
         if started is not None and ahead is None:
             return None  # the grading's own thread runs a fresh one, where it still needs an observation
         source, results = (ahead.source, ahead.results) if ahead else (self._observer_source(), self._observer_dir())
-        session.observed_dirs = [source, results]  # removed once the grade is read
+        session.observed_dirs += [source, results]  # removed once the grade is read
+        try:
+            return self._observe_in(session, sources, ahead, source, results, cancelled)
+        except BaseException:
+            if ahead is not None:  # taken from `_observing`: nothing else would end it
+                kill_group(ahead.proc)
+            raise
+
+    def _observe_in(self, session: GradingSession, sources: dict[str, str], ahead: "_ObservedRun | None",
+                    source: Path, results: Path, cancelled: threading.Event | None) -> Observation:
+        """`_observed_run`'s second half: write `sources` and the kernel cache into the observed run's directories
+        (`source`, `results`), then run it (`ahead`, or a fresh one) and read what it saw."""
         for rel, text in sources.items():
             write_new(source / rel, text.encode())
         # What the checked run compiled (its process is gone): the observed run need not compile it again.
@@ -490,6 +505,7 @@ class Observing:
             timed_out, went = False, time.monotonic()
             try:
                 if cancelled is not None and cancelled.is_set():
+                    went = None
                     raise OSError("cancelled before go")
                 ahead.proc.stdin.write("go\n")
                 ahead.proc.stdin.close()
@@ -502,7 +518,8 @@ class Observing:
                 kill_group(ahead.proc)
             # Ended by us once it said it finished (the tracer's trace is flushed by then): that is a clean exit.
             code, output = 0 if finished else ahead.proc.returncode, "".join(ahead.output)
-            session.observer_ahead = f"used: go to {'finished' if finished else 'exit'} {time.monotonic() - went:.2f} s"
+            session.observer_ahead = ("cancelled before go" if went is None else
+                                      f"used: go to {'finished' if finished else 'exit'} {time.monotonic() - went:.2f} s")
         self._observed_outputs = results / (OBSERVED_PREFIX + OUTPUTS)
         session.observer_log = output[-4000:]  # the observed run's harness log (phases), for diagnosis
         return self._read_observation(results, timed_out, code, output)
