@@ -724,8 +724,8 @@ def cmd_export(args: argparse.Namespace) -> int:
                       f"{'' if len(export.rows) == 1 else 's'} (one row each: messages, tools, reward, outcome, grade, "
                       f"...)", soft_wrap=True)
         _print_left_out(export.report)
-        console.print(f"load it with: datasets.load_dataset('parquet', data_files={str(export.path)!r}, split='train')  "
-                      f"(docs/OFFLINE.md)", soft_wrap=True)
+        console.print(f"load it with: datasets.load_dataset('parquet', data_files={str(export.path)!r}, "
+                      f"split='train')  (docs/OFFLINE.md)", soft_wrap=True)
     if not args.minari:
         return 0
     env_ids = set()

@@ -83,8 +83,7 @@ class StartedObservation:
     def __init__(self) -> None:
         self.thread: threading.Thread | None = None
         self.observation: Observation | None = None
-        self.error: ObserverError | None = None
-        self.crash: BaseException | None = None
+        self.failure: BaseException | None = None  # raised again by `result`
         self.cancelled = threading.Event()
 
     def result(self) -> Observation | None:
@@ -95,10 +94,8 @@ class StartedObservation:
             ObserverError: the observed run failed (as `Observing._observed_run` raises it).
         """
         self.thread.join()
-        if self.crash is not None:
-            raise self.crash
-        if self.error is not None:
-            raise self.error
+        if self.failure is not None:
+            raise self.failure
         return self.observation
 
     def cancel(self) -> None:
@@ -241,10 +238,8 @@ class Observing:
         def run() -> None:
             try:
                 started.observation = self._observed_run(session, sources, started)
-            except ObserverError as e:
-                started.error = e
-            except BaseException as e:  # noqa: BLE001 - re-raised in the grading's thread by `result`
-                started.crash = e
+            except BaseException as e:  # noqa: BLE001 - raised again in the grading's thread by `result`
+                started.failure = e
 
         started.thread = threading.Thread(target=run, name="observed-run", daemon=True)
         started.thread.start()

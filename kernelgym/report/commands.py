@@ -14,10 +14,6 @@ def _console():
     return Console(width=None if sys.stdout.isatty() else 200)
 
 
-def _plural(n: int, one: str, many: str) -> str:
-    return f"{n} {one if n == 1 else many}"
-
-
 def add_report_commands(sub: argparse._SubParsersAction) -> None:
     """Add ``report`` and ``compare`` to `kernelgym`'s subcommands `sub` (heavy imports wait for the command)."""
     from kernelgym.report.stats import DEFAULT_CONFIDENCE, DEFAULT_RESAMPLES, DEFAULT_SEED
@@ -55,7 +51,8 @@ def cmd_report(args: argparse.Namespace) -> int:
     for line in written.report["skipped"]:
         console.print(f"[yellow]skipped:[/] {escape(line)}", soft_wrap=True)
     r = written.report
-    console.print(f"report of {len(r['episodes'])} episodes from {_plural(len(r['runs']), 'run directory', 'run directories')}:")
+    runs = len(r["runs"])
+    console.print(f"report of {len(r['episodes'])} episodes from {runs} run director{'y' if runs == 1 else 'ies'}:")
     for path in written.files:
         console.print(f"  {escape(str(path))}", soft_wrap=True)
     return 0

@@ -192,7 +192,9 @@ def render_html(r: dict) -> str:
                  [[x["run_dir"], ", ".join(x["tasks"]), ", ".join(x["policies"]), (x["episodes"], x["episodes"])]
                   for x in r["runs"]], ["run_dir", "tasks", "policies", "episodes"], "runs")
     skipped = "".join(f'<li class="warn">{escape(s)}</li>' for s in r["skipped"])
-    head = (f"<h1>kernelgym report</h1><p>{len(r['episodes'])} episodes from {len(r['runs'])} run director{'y' if len(r['runs']) == 1 else 'ies'}."
+    n_runs = len(r["runs"])
+    head = (f"<h1>kernelgym report</h1><p>{len(r['episodes'])} episodes from {n_runs} run "
+            f"director{'y' if n_runs == 1 else 'ies'}."
             + (" <strong>CPU interpreter: correctness only, nothing was timed.</strong>" if r["interpreter"] else "")
             + f"</p>{runs}" + (f"<p>Skipped:</p><ul id=\"skipped\">{skipped}</ul>" if skipped else ""))
     sections = [_speedup_section(r), _score_section(r), _fast_p_section(r), _outcome_section(r),
