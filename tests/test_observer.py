@@ -396,65 +396,8 @@ def test_an_observed_run_started_for_a_kernel_that_fails_correctness_is_killed(o
     assert proc.wait(timeout=10) is not None  # killed
 
 
-# -- the run ahead as a real process (the breaker's review of the overlap, 2026-12-07) ----------------------------
-def _sleeper(seconds, code=0, prepared=True):
-    """A stand-in for a run ahead: prints the prepared marker (where `prepared`), sleeps, exits with `code`."""
-    import subprocess
-    import sys
-
-    from kernelgym.grader.protocol import PREPARED_MARKER
-    script = (f"import sys, time\n{'print(%r, flush=True)' % PREPARED_MARKER if prepared else ''}\n"
-              f"time.sleep({seconds}); sys.exit({code})\n")
-    return subprocess.Popen([sys.executable, "-c", script], start_new_session=True, stdin=subprocess.PIPE,
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-
-
-def _with_run_ahead(g, monkeypatch, make_proc, prepared_output=True):
-    """Every session of `g` (under the tracer) gets a run ahead `make_proc()`, as `_prepare_observer` leaves it;
-    returns the processes made."""
-    import collections
-
-    from kernelgym.grader.observing import _ObservedRun
-    from kernelgym.grader.protocol import PREPARED_MARKER
-    procs, session_for = [], g._session_for
-    g._tool = "tracer"
-    monkeypatch.setattr(g, "observer_unavailable", lambda: None)
-
-    def session_with_run_ahead(seed):
-        session = session_for(seed)
-        procs.append(make_proc())
-        output = collections.deque([PREPARED_MARKER + "\n"] if prepared_output else [], maxlen=400)
-        g._observing = _ObservedRun(procs[-1], session.gdir, g._observer_source(), g._observer_dir(), output)
-        return session
-    monkeypatch.setattr(g, "_session_for", session_with_run_ahead)
-    return procs
-
-
-def _fake_fresh_runs(g, monkeypatch, seconds, observed):
-    """A fresh observed run takes `seconds` and sees `observed` (so does the baseline's); a run ahead's exit is
-    read as the real code reads it (nonzero: an ObserverError). Returns the fresh runs' start times."""
-    import time as _time
-    from types import SimpleNamespace
-
-    from kernelgym.grader.protocol import OUTPUTS
-    calls = []
-
-    class Sandbox:
-        def run(self, argv, limits=None):
-            calls.append(_time.monotonic())
-            _time.sleep(seconds)
-            return SimpleNamespace(timed_out=False, returncode=0, output="")
-
-    def read(results, timed_out, code, output):
-        if timed_out or code != 0:
-            raise ObserverError(f"the profiler exited with code {code}")
-        g._observed_outputs = g.session.gdir / OUTPUTS  # the checked outputs stand for the observed ones
-        return observed
-    monkeypatch.setattr(g, "_observer_command", lambda *a, **k: (Sandbox(), ["observed"]))
-    monkeypatch.setattr(g, "_read_observation", read)
-    monkeypatch.setattr(g, "baseline_observation", lambda: observed)
-    return calls
-
+# -- the run ahead as a real process (tests/fakes/observed_runs.py) --------------------------------------------------
+from fakes.observed_runs import fake_fresh_runs, sleeper, with_run_ahead  # noqa: E402
 
 def test_a_run_ahead_that_dies_while_preparing_is_the_machines_fault_not_the_kernels(fake_grader, observation,
                                                                                       monkeypatch):
@@ -462,8 +405,8 @@ def test_a_run_ahead_that_dies_while_preparing_is_the_machines_fault_not_the_ker
     (CUDA out of memory beside other envs): no candidate code ran in it, so a fresh run observes the kernel."""
     same = observation([[OWN]] * N)
     g = fake_grader([(0.05, 0.05)] * N)
-    _with_run_ahead(g, monkeypatch, lambda: _sleeper(1.5, code=1, prepared=False), prepared_output=False)
-    fresh = _fake_fresh_runs(g, monkeypatch, 0.0, same)
+    with_run_ahead(g, monkeypatch, lambda: sleeper(1.5, code=1, prepared=False), prepared_output=False)
+    fresh = fake_fresh_runs(g, monkeypatch, 0.0, same)
     grade = g.grade(g.task.root, seed=1)
     assert grade.correct and grade.checks["observer"] == "passed" and len(fresh) == 1
     assert g.session.observer_ahead.startswith("exited with code 1 before go")
@@ -476,11 +419,11 @@ def test_a_wrong_kernel_is_not_observed_where_the_run_ahead_died(fake_grader, ob
     g = fake_grader([(0.05, 0.05)] * N, wrong_checked=(0,))
 
     def dead():
-        proc = _sleeper(0.0, code=1)
+        proc = sleeper(0.0, code=1)
         proc.wait()
         return proc
-    _with_run_ahead(g, monkeypatch, dead)
-    fresh = _fake_fresh_runs(g, monkeypatch, 8.0, same)
+    with_run_ahead(g, monkeypatch, dead)
+    fresh = fake_fresh_runs(g, monkeypatch, 8.0, same)
     start = _time.monotonic()
     grade = g.grade(g.task.root, seed=1)
     assert not grade.correct and not fresh and _time.monotonic() - start < 6.0
@@ -496,8 +439,8 @@ def test_an_error_in_the_comparisons_leaves_no_observed_run_behind(fake_grader, 
     from kernelgym.grader import grader as grader_module
     same = observation([[OWN]] * N)
     g = fake_grader([(0.05, 0.05)] * N)
-    procs = _with_run_ahead(g, monkeypatch, lambda: _sleeper(60))
-    _fake_fresh_runs(g, monkeypatch, 0.0, same)
+    procs = with_run_ahead(g, monkeypatch, lambda: sleeper(60))
+    fake_fresh_runs(g, monkeypatch, 0.0, same)
 
     def broken(*args, **kwargs):
         _time.sleep(0.3)
@@ -510,41 +453,6 @@ def test_an_error_in_the_comparisons_leaves_no_observed_run_behind(fake_grader, 
         assert not [t for t in threading.enumerate() if t.name == "observed-run"]
     finally:
         procs[0].kill()
-
-
-@pytest.mark.parametrize("cap", [None, 2_000])
-def test_a_candidates_cache_costs_the_parent_a_bounded_copy(fake_grader, observation, monkeypatch, cap):
-    """A wrong kernel's tree of 20,000 empty cache files: at most `files.MAX_COPIED_ENTRIES` are copied for its
-    observation, which went before the verdict was known; past the grading directory's file cap (disk check failed)
-    the observation never starts and nothing is copied."""
-    import dataclasses
-
-    from kernelgym.grader import files
-    same = observation([[OWN]] * N)
-    g = fake_grader([(0.05, 0.05)] * N, wrong_checked=() if cap else (0,))
-    if cap:
-        g.config = dataclasses.replace(g.config, grading_dir_cap_files=cap)
-    run_harness = g._run_harness
-
-    def harness_leaving_files(gdir, seed):
-        result = run_harness(gdir, seed)
-        cache = gdir / ".triton-cache" / "x"
-        cache.mkdir(parents=True)
-        for i in range(20_000):
-            (cache / f"{i}.json").touch()
-        return result
-    monkeypatch.setattr(g, "_run_harness", harness_leaving_files)
-    _with_run_ahead(g, monkeypatch, lambda: _sleeper(60))
-    _fake_fresh_runs(g, monkeypatch, 0.0, same)
-    copied, write_new = [], files.write_new
-    monkeypatch.setattr(files, "write_new", lambda path, data, *a, **k: (
-        copied.append(path) if "observed-" in str(path) else None, write_new(path, data, *a, **k))[1])
-    grade = g.grade(g.task.root, seed=1)
-    assert not grade.correct
-    if cap:
-        assert grade.checks["disk"].startswith("failed") and len(copied) < 10
-    else:
-        assert len(copied) <= files.MAX_COPIED_ENTRIES
 
 
 # -- the second review of the overlap (2026-12-07): each failed on bbd3d17 -------------------------------------------
@@ -565,8 +473,8 @@ def test_a_dead_run_aheads_directories_are_removed(fake_grader, observation, mon
     """The run ahead died while preparing; a fresh run observed. Both runs' directories should be gone."""
     same = observation([[OWN]] * N)
     g = fake_grader([(0.05, 0.05)] * N)
-    _with_run_ahead(g, monkeypatch, lambda: _sleeper(0.3, code=1, prepared=False), prepared_output=False)
-    _fake_fresh_runs(g, monkeypatch, 0.0, same)
+    with_run_ahead(g, monkeypatch, lambda: sleeper(0.3, code=1, prepared=False), prepared_output=False)
+    fake_fresh_runs(g, monkeypatch, 0.0, same)
     grade = g.grade(g.task.root, seed=1)
     assert grade.correct and g.session.observer_ahead.startswith("exited with code 1")
     assert _leftover(g) == [], f"left behind: {_leftover(g)}"
@@ -579,8 +487,8 @@ def test_an_error_in_the_comparisons_with_no_observation_started_leaves_no_run_a
     same = observation([[OWN]] * N)
     g = fake_grader([(0.05, 0.05)] * N)
     g.config = _dataclasses.replace(g.config, grading_dir_cap_files=2)
-    procs = _with_run_ahead(g, monkeypatch, lambda: _sleeper(60))
-    _fake_fresh_runs(g, monkeypatch, 0.0, same)
+    procs = with_run_ahead(g, monkeypatch, lambda: sleeper(60))
+    fake_fresh_runs(g, monkeypatch, 0.0, same)
 
     def broken(*args, **kwargs):
         raise TaskSpecError("the task's reference failed")
@@ -600,8 +508,8 @@ def test_a_crash_in_the_thread_before_go_leaves_no_run_ahead(fake_grader, observ
     its run, and it never does here: the process is left running (a spawned one has a 24 h limit)."""
     same = observation([[OWN]] * N)
     g = fake_grader([(0.05, 0.05)] * N, wrong_checked=(0,) if wrong else ())
-    procs = _with_run_ahead(g, monkeypatch, lambda: _sleeper(60))
-    _fake_fresh_runs(g, monkeypatch, 0.0, same)
+    procs = with_run_ahead(g, monkeypatch, lambda: sleeper(60))
+    fake_fresh_runs(g, monkeypatch, 0.0, same)
 
     def full(*a, **k):
         raise OSError(errno.ENOSPC, "No space left on device")
@@ -622,8 +530,8 @@ def test_a_run_cancelled_before_go_is_not_reported_as_used(fake_grader, observat
     'used: go to ...'."""
     same = observation([[OWN]] * N)
     g = fake_grader([(0.05, 0.05)] * N, wrong_checked=(0,))
-    procs = _with_run_ahead(g, monkeypatch, lambda: _sleeper(60))
-    _fake_fresh_runs(g, monkeypatch, 0.0, same)
+    procs = with_run_ahead(g, monkeypatch, lambda: sleeper(60))
+    fake_fresh_runs(g, monkeypatch, 0.0, same)
     copy = observing.copy_regular_files
 
     def slow(*a, **k):
@@ -643,8 +551,8 @@ def test_an_unused_run_aheads_directories_are_removed(fake_grader, observation, 
     same = observation([[OWN]] * N)
     g = fake_grader([(0.05, 0.05)] * N)
     g.config = _dataclasses.replace(g.config, grading_dir_cap_files=2)
-    procs = _with_run_ahead(g, monkeypatch, lambda: _sleeper(60))
-    _fake_fresh_runs(g, monkeypatch, 0.0, same)
+    procs = with_run_ahead(g, monkeypatch, lambda: sleeper(60))
+    fake_fresh_runs(g, monkeypatch, 0.0, same)
     try:
         grade = g.grade(g.task.root, seed=1)
         assert not grade.correct
@@ -662,11 +570,11 @@ def test_a_run_ahead_that_died_after_preparing_does_not_refuse_an_honest_kernel(
     g = fake_grader([(0.05, 0.05)] * N)
 
     def dead_after_prepared():
-        proc = _sleeper(0.0, code=1, prepared=True)
+        proc = sleeper(0.0, code=1, prepared=True)
         proc.wait()
         return proc
-    _with_run_ahead(g, monkeypatch, dead_after_prepared)
-    fresh = _fake_fresh_runs(g, monkeypatch, 0.0, same)
+    with_run_ahead(g, monkeypatch, dead_after_prepared)
+    fresh = fake_fresh_runs(g, monkeypatch, 0.0, same)
     grade = g.grade(g.task.root, seed=1)
     assert grade.correct and grade.checks["observer"] == "passed" and len(fresh) == 1, (
         grade.score, grade.checks["observer"], g.session.observer_ahead, len(fresh))

@@ -472,7 +472,7 @@ def tracer_guard(e: Evidence) -> str:
     return IN_FORCE if e.observer_tool == "tracer" else f"off: observed by {e.observer_tool}, not the kernel tracer"
 
 
-@reports("kernel_artifacts_only")
+@reports("kernel_artifacts_only", "observed_cache_copy_bounded")
 def triton_artifacts(e: Evidence) -> str:
     return (f"off: no Triton cache ({e.language} task)" if e.language != "triton" else _observed(e) or IN_FORCE)
 

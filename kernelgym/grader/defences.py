@@ -616,6 +616,13 @@ DEFENCES: tuple[Defence, ...] = (
             "of that cache only compiled kernels and their metadata are copied (no `.so`, no links): the observed run "
             "builds its own launchers, and recompiling the kernels would cost the time the copy saves",
             "kernelgym.backends.triton:KERNEL_ARTIFACTS", _a("planted_triton_launcher"), "ci", "grading"),
+    Defence("observed_cache_copy_bounded", "tens of thousands of empty files left in the checked run's Triton cache, "
+            "which the parent copies for the observed run (beside its comparisons, before the verdict is known): a "
+            "copy each on the trusted side",
+            "the copy visits at most files.MAX_COPIED_ENTRIES entries (a cache holds a few files per kernel), and "
+            "starts only where the compile gate, the static check and the disk check passed: a count cap, as the "
+            "byte cap already was",
+            "kernelgym.grader.files:copy_regular_files", _a("many_cache_files_for_the_observed_run"), "ci", "grading"),
     Defence("baseline_kernel_cache_before_candidate", "rewriting the baseline's compiled kernels in the grading "
             "directory's Triton cache so that later gradings, seeded from it, time a slower baseline",
             "the cache later gradings are seeded from is copied once, after the worker prepared a grading and before "
