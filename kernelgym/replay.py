@@ -14,9 +14,9 @@ came back:
   truncated), compiled and correct, and each config's correct verdict;
 - untimed grades (the CPU interpreter): the score and the outcome identical;
 - timed grades (a GPU): each config's noise band (the per-round speedups' [min, max]) overlaps the recorded one:
-  two gradings of one kernel are two samples, and each band says where its own rounds fell (on the H100, 2026-12-07,
-  a replayed config's mean fell 1.1% outside the recorded band while the two bands overlapped); the mean speedup
-  likewise, its band the mean of the configs' bands.
+  two gradings of one kernel are two samples, and each band says where its own rounds fell, so one grading's mean
+  may lie outside the other's band while the two agree; the mean speedup likewise, its band the mean of the
+  configs' bands.
   Outcomes may differ between ``faster``, ``no_gain`` and ``slower`` (that is the noise band's call); the score,
   which follows the speedup, is shown but not compared.
 """

@@ -73,7 +73,7 @@ def write_new(path: Path, data: bytes) -> None:
 
 
 #: The most entries `copy_regular_files` visits: a kernel cache holds a few files per kernel, and a candidate's tree of
-#: many empty files must not cost the parent a copy each (0.28 ms a file on the CPU machine).
+#: many empty files must not cost the parent a copy each.
 MAX_COPIED_ENTRIES = 4096
 
 

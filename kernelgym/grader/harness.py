@@ -971,8 +971,8 @@ def main(path, go_fd=None, ready_fd=None, stop_others=False, wait_go=False, wait
 
 def _start_cuda():
     """Start CUDA (its context and the caching allocator) where this harness runs kernels on a GPU, while `main`'s
-    forked child builds the inputs (0.22 s of a 1-env grading's prepare on the H100, 2.3 s at 8 envs, 2026-12-07);
-    nothing on Triton's CPU interpreter or without a GPU. A failure here is left to `prepare`, which reports it."""
+    forked child builds the inputs, so that neither waits for the other; nothing on Triton's CPU interpreter or
+    without a GPU. A failure here is left to `prepare`, which reports it."""
     if os.environ.get("TRITON_INTERPRET") == "1":
         return
     try:
