@@ -1,6 +1,7 @@
 """The harness's seeded inputs (harness.seeded_inputs): the check, warm-up and verification sets, each built in a
 forked child of its own at once (harness.in_forked_children), give exactly what the task's builder gives for each
 seed, and a failing or dying builder process is an error the caller sees, never a silent empty set."""
+import json
 import os
 import time
 from types import SimpleNamespace
@@ -66,3 +67,74 @@ def test_seeded_inputs_are_the_builders_own_for_each_seed(observe, timed):
             expected = builder(cfg, seed_of(1234, i), "cpu")
             assert all(torch.equal(a, b) if isinstance(a, torch.Tensor) else a == b
                        for a, b in zip(got[kind][i], expected)), (kind, i)
+
+
+def test_a_value_comes_back_with_its_tensors_layout_dtypes_and_shared_storages():
+    # The memfd hand-over (harness._send_value / _receive_value) writes each storage once and each tensor as a view
+    # of it: views of one builder tensor must still share memory (an in-place kernel's output aliasing an input),
+    # and strides, offsets, dtypes and requires_grad must survive.
+    def work():
+        x = torch.arange(24, dtype=torch.float32).reshape(4, 6)
+        return {"x": x, "row": x[1], "t": x.t(), "col": x[:, 2], "empty": torch.empty(0, 3),
+                "bf16": torch.linspace(-2, 2, 7).to(torch.bfloat16), "u16": torch.arange(5).to(torch.uint16),
+                "grad": torch.ones(3, requires_grad=True), "text": "eps", "number": 1e-6, "nested": [(torch.zeros(2),)]}
+
+    got = harness.in_forked_child(work)
+    want = work()
+    for key in ("x", "row", "t", "col", "empty", "bf16", "u16", "grad"):
+        assert got[key].dtype == want[key].dtype and got[key].shape == want[key].shape, key
+        assert got[key].stride() == want[key].stride() and got[key].storage_offset() == want[key].storage_offset(), key
+        assert torch.equal(got[key].detach(), want[key].detach()), key
+    assert got["grad"].requires_grad and not got["x"].requires_grad
+    assert (got["text"], got["number"]) == ("eps", 1e-6) and torch.equal(got["nested"][0][0], torch.zeros(2))
+    got["x"][1, 2] = -1.0  # one storage: the views see the write
+    assert got["row"][2] == -1.0 and got["t"][2, 1] == -1.0 and got["col"][1] == -1.0
+    assert got["x"].untyped_storage().data_ptr() == got["row"].untyped_storage().data_ptr()
+
+
+def _request(tmp_path, seed, observe=False):
+    task = get_task("triton-rmsnorm")
+    req = protocol.Request(mode="check" if observe else "grade", language="triton", directory=str(tmp_path),
+                           entry_point=task.spec.entry_point, input_builder=task.spec.input_builder,
+                           builder_directory=str(task.root), configs=task.spec.interpreter_configs, seed=seed,
+                           device="cpu", outputs=[protocol.OutputSlot("y")], observe=observe,
+                           baseline_directory=None if observe else str(task.root),
+                           tolerances=[None] * len(task.spec.interpreter_configs))
+    path = tmp_path / "request.json"
+    path.write_text(json.dumps(req.to_json()))
+    return task, req, str(path)
+
+
+@pytest.mark.parametrize("observe", [False, True])
+def test_main_gets_the_request_without_its_seed_and_each_set_from_its_builders_memfd(tmp_path, observe):
+    # main's child reads the request and has each set built by a child of its own, which writes straight to a memfd
+    # main made: the child hands back only the request (seed 0) and the sets' names, never the inputs.
+    task, req, path = _request(tmp_path, 777, observe)
+    memfds = [os.memfd_create("test") for _ in range(harness._INPUT_SETS)]
+    try:
+        answer = harness.in_forked_child(lambda: harness._read_request_and_build(path, memfds))
+        assert set(answer) == {"request", "sets"} and answer["request"]["seed"] == 0
+        assert answer["sets"] == (["check", "warmup"] if observe else ["check", "verify"])
+        assert not os.path.exists(path)  # deleted once read
+        builder = harness.load(req.input_builder, req.builder_directory, "kernelgym_inputs_test")
+        seeds = {"check": protocol.check_seed, "warmup": protocol.warmup_seed, "verify": protocol.verify_seed}
+        for name, fd in zip(answer["sets"], memfds):
+            built = harness._unwrapped(harness._receive_value(fd))
+            for i, cfg in enumerate(req.configs):
+                expected = builder(cfg, seeds[name](777, i), "cpu")
+                assert torch.equal(built[i][0], expected[0]) and torch.equal(built[i][1], expected[1]), (name, i)
+    finally:
+        for fd in memfds:
+            os.close(fd)
+
+
+def test_a_set_builder_that_dies_is_an_error_for_main(tmp_path, monkeypatch):
+    task, req, path = _request(tmp_path, 5)
+    memfds = [os.memfd_create("test") for _ in range(harness._INPUT_SETS)]
+    monkeypatch.setattr(harness, "_build_inputs", lambda *args: os._exit(7))
+    try:
+        with pytest.raises(RuntimeError, match="died"):
+            harness.in_forked_child(lambda: harness._read_request_and_build(path, memfds))
+    finally:
+        for fd in memfds:
+            os.close(fd)

@@ -35,6 +35,7 @@ import importlib.util
 import io
 import json
 import os
+import pickle
 import secrets
 import select
 import signal
@@ -610,6 +611,18 @@ def seeded_inputs(req):
 
     Raises:
         whatever loading the input builder raises."""
+    works = input_set_builds(req)
+    # Several sets: each built in a child of its own, at once (about a second less before a timed grading is ready).
+    built = in_forked_children(list(works.values())) if len(works) > 1 else [works["check"]()]
+    return {"warmup": [], "verify": [], **dict(zip(works, built))}
+
+
+def input_set_builds(req):
+    """The input sets `req` needs, in order, each as a function that builds it (`seeded_inputs`): ``{"check":
+    build, "warmup": build (observed only), "verify": build (timed only)}``.
+
+    Raises:
+        whatever loading the input builder raises."""
     # From the pristine copy (read-only in the sandbox), never from the grading directory the candidate can write.
     builder = load(req.input_builder, req.builder_directory, "kernelgym_inputs")
     configs = req.configs[:1] if req.mode == "compile" else req.configs
@@ -619,10 +632,7 @@ def seeded_inputs(req):
         sets["warmup"] = (configs, protocol.warmup_seed)
     if timed:
         sets["verify"] = (req.configs, protocol.verify_seed)
-    works = [lambda c=c, f=f: _build_inputs(builder, req.seed, c, f) for c, f in sets.values()]
-    # Several sets: each built in a child of its own, at once (about a second less before a timed grading is ready).
-    built = in_forked_children(works) if len(works) > 1 else [works[0]()]
-    return {"warmup": [], "verify": [], **dict(zip(sets, built))}
+    return {name: (lambda c=c, f=f: _build_inputs(builder, req.seed, c, f)) for name, (c, f) in sets.items()}
 
 
 def _build_inputs(builder, seed, configs, seed_of):
@@ -644,9 +654,9 @@ def _moved(inputs, device):
 
 
 def in_forked_child(work):
-    """The value of `work()`, computed in a forked child process, which sends it back over a pipe (torch.save) and
-    exits: whatever `work` held or freed (the seed, a generator seeded from it, the request's text) ends with that
-    process, so nothing of it is left in this one for the candidate, imported later, to read back (an uninitialised
+    """The value of `work()`, computed in a forked child process, which hands it back (`_send_value`) and exits:
+    whatever `work` held or freed (the seed, a generator seeded from it, the request's text) ends with that process,
+    so nothing of it is left in this one for the candidate, imported later, to read back (an uninitialised
     allocation reuses freed memory). `work` must not use CUDA: a child forked after CUDA started cannot.
 
     Raises:
@@ -662,51 +672,70 @@ def in_forked_children(works):
     return _collect(_fork_each(works))
 
 
-def _fork_each(works):
-    """Fork a child for each of `works` (`_forked_work`), now; returns their (pid, read end) for `_collect`."""
+def _fork_each(works, memfds=None):
+    """Fork a child for each of `works` (`_forked_work`), now; returns their (pid, read end of the pipe it says
+    "written" on, memfd it writes its value to) for `_collect`. The memfds are made here (or given: `memfds`, one
+    per work, made by a process further up), before the fork, so both processes hold them: a value needs no
+    channel of its own, and can skip a hand-over."""
     sys.stdout.flush()  # else what is buffered here would be written twice, once by each child
     sys.stderr.flush()
     children = []
-    for work in works:
+    for i, work in enumerate(works):
         read_end, write_end = os.pipe()
+        memfd = os.memfd_create("kernelgym-value", os.MFD_CLOEXEC) if memfds is None else memfds[i]
         pid = os.fork()
         if pid == 0:
-            _forked_work(work, read_end, write_end, [r for _, r in children])
+            _forked_work(work, read_end, write_end, memfd, [fd for _, r, m in children for fd in (r, m)])
         os.close(write_end)
-        children.append((pid, read_end))
+        children.append((pid, read_end, memfd))
     return children
 
 
 def _collect(children):
-    """The values of the works `_fork_each` started, in order (the errors of `in_forked_child`)."""
-    answers = []
-    for pid, read_end in children:  # each child has its result computed before it writes: read one after another
+    """The values of the works `_fork_each` started, in order (the errors of `in_forked_child`). Closes their
+    memfds."""
+    try:
+        _wait_written(children)
+        return [_unwrapped(_receive_value(memfd)) for _, _, memfd in children]
+    finally:
+        for _, _, memfd in children:
+            os.close(memfd)
+
+
+def _wait_written(children):
+    """Wait until each of `children` (`_fork_each`) has written its value and exited; closes their pipes.
+
+    Raises:
+        RuntimeError: a child died before it wrote its value."""
+    died = None
+    for pid, read_end, _ in children:  # each child writes once its value is computed: one after another
         with open(read_end, "rb") as f:
-            data = f.read()
-        status = os.waitpid(pid, 0)[1]
-        answers.append((os.waitstatus_to_exitcode(status), data))
-    values = []
-    for code, data in answers:
-        if code != 0 or not data:
-            raise RuntimeError(f"the harness's input process died (exit code {code})")
-        # Not weights_only: the pipe's other end is a fork of this process that ran only trusted code (the pristine
-        # builder), and a builder's arguments may be any picklable value.
-        kind, value = torch.load(io.BytesIO(data), weights_only=False)
-        if kind == "protocol":
-            raise protocol.ProtocolError(value)
-        if kind != "ok":
-            raise RuntimeError(value)
-        values.append(value)
-    return values
+            written = f.read(1) == b"w"
+        code = os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])
+        if (code != 0 or not written) and died is None:
+            died = code
+    if died is not None:
+        raise RuntimeError(f"the harness's input process died (exit code {died})")
 
 
-def _forked_work(work, read_end, write_end, siblings):
-    """In a child of `in_forked_children`: compute `work()`, write ("ok" | "protocol" | "error", value) to
-    `write_end` (torch.save), and exit."""
+def _unwrapped(answer):
+    """The value of a child's ("ok" | "protocol" | "error", value) answer (the errors of `in_forked_child`)."""
+    kind, value = answer
+    if kind == "protocol":
+        raise protocol.ProtocolError(value)
+    if kind != "ok":
+        raise RuntimeError(value)
+    return value
+
+
+def _forked_work(work, read_end, write_end, memfd, inherited):
+    """In a child of `in_forked_children`: compute `work()`, write ("ok" | "protocol" | "error", value) to `memfd`
+    (`_send_value`), say so with one byte on `write_end`, and exit. `inherited`: the pipes and memfds of the children
+    forked before this one, closed here."""
     code = 1
     try:
         os.close(read_end)
-        for fd in siblings:  # the read ends of the children forked before this one
+        for fd in inherited:
             os.close(fd)
         torch.set_num_threads(1)  # an OpenMP thread pool of the parent's is not there after fork
         try:
@@ -715,13 +744,96 @@ def _forked_work(work, read_end, write_end, siblings):
             answer = ("protocol", str(exc))
         except Exception:  # noqa: BLE001 - raised again in the parent
             answer = ("error", tb())
-        with open(write_end, "wb") as f:
-            torch.save(answer, f)
+        _send_value(memfd, answer)
+        os.write(write_end, b"w")
         code = 0
     except BaseException:  # noqa: BLE001 - the parent reports the exit
         traceback.print_exc()
     finally:
         os._exit(code)
+
+
+# A value's layout in its memfd: a header (the pickle's offset and length), every tensor storage's bytes (each at a
+# multiple of _ALIGN), then the pickle, in which each dense CPU tensor is a persistent id naming its storage. The
+# bytes are copied by the kernel (pwrite, preadv) once each way, where pickling a tensor through a pipe copied them
+# three or four times (rmsnorm's 264 MB of inputs cross two of these hand-overs: the reader of the request, then
+# this process).
+_HEADER = 16
+_ALIGN = 64
+_IO_CHUNK = 1 << 30  # under Linux's 2 GiB cap on one read or write
+
+
+def _send_value(fd, value):
+    """Write `value` (any picklable value; its dense CPU tensors by their storages' bytes, each storage once, so
+    views keep sharing it) to the memfd `fd`, for `_receive_value`."""
+    storages = {}  # (address, bytes) -> (offset in the memfd, storage)
+    end = [_HEADER]
+
+    class Pickler(pickle.Pickler):
+        def persistent_id(self, obj):
+            if type(obj) is not torch.Tensor or obj.layout != torch.strided or obj.device.type != "cpu" \
+                    or obj.is_conj() or obj.is_neg():
+                return None  # pickled as usual
+            storage = obj.untyped_storage()
+            key = (storage.data_ptr(), storage.nbytes())
+            if key not in storages:
+                storages[key] = (end[0], storage)
+                end[0] += max(1, -(-storage.nbytes() // _ALIGN)) * _ALIGN  # an empty one too: offsets name storages
+            return ("tensor", storages[key][0], storage.nbytes(), str(obj.dtype).removeprefix("torch."),
+                    obj.storage_offset(), tuple(obj.shape), obj.stride(), obj.requires_grad)
+
+    buffer = io.BytesIO()
+    Pickler(buffer, protocol=pickle.HIGHEST_PROTOCOL).dump(value)
+    data = buffer.getbuffer()
+    for offset, storage in storages.values():
+        _pwrite_all(fd, torch.empty(0, dtype=torch.uint8).set_(storage).numpy(), offset)
+    _pwrite_all(fd, data, end[0])
+    _pwrite_all(fd, end[0].to_bytes(8, "little") + len(data).to_bytes(8, "little"), 0)
+
+
+def _receive_value(fd):
+    """The value `_send_value` wrote to the memfd `fd`, every tensor in fresh memory of this process (so the memfd
+    may be closed after)."""
+    header = os.pread(fd, _HEADER, 0)
+    at, size = int.from_bytes(header[:8], "little"), int.from_bytes(header[8:], "little")
+    data = bytearray(size)
+    _pread_all(fd, memoryview(data), at)
+    storages = {}  # offset in the memfd -> storage, read once
+
+    class Unpickler(pickle.Unpickler):
+        def persistent_load(self, pid):
+            _, offset, nbytes, dtype, storage_offset, shape, stride, requires_grad = pid
+            if offset not in storages:
+                raw = torch.empty(nbytes, dtype=torch.uint8)
+                _pread_all(fd, raw.numpy(), offset)
+                storages[offset] = raw.untyped_storage()
+            tensor = torch.empty(0, dtype=getattr(torch, dtype)).set_(storages[offset], storage_offset, shape, stride)
+            return tensor.requires_grad_() if requires_grad else tensor
+
+    # Not restricted: only this harness's own forked child wrote it (trusted code, before any candidate ran), and a
+    # builder's arguments may be any picklable value.
+    return Unpickler(io.BytesIO(data)).load()
+
+
+def _pwrite_all(fd, buffer, offset):
+    """Write all of `buffer` (bytes-like) to `fd` at `offset`, in chunks under Linux's cap on one write."""
+    view = memoryview(buffer).cast("B")
+    while len(view):
+        n = os.pwrite(fd, view[:_IO_CHUNK], offset)
+        view, offset = view[n:], offset + n
+
+
+def _pread_all(fd, buffer, offset):
+    """Fill all of `buffer` (writable, bytes-like) from `fd` at `offset`.
+
+    Raises:
+        RuntimeError: the file ends first (its writer died part-way)."""
+    view = memoryview(buffer).cast("B")
+    while len(view):
+        n = os.preadv(fd, [view[:_IO_CHUNK]], offset)
+        if n == 0:
+            raise RuntimeError("the harness's input process wrote a short value")
+        view, offset = view[n:], offset + n
 
 
 def prepare_baseline(req, state, base_fn):
@@ -939,13 +1051,21 @@ def main(path, go_fd=None, ready_fd=None, stop_others=False, wait_go=False, wait
     # its file (the parent keeps its own copy) and builds every seeded input, and sends back the request without
     # its seed, and the inputs. Nothing here, freed or not, holds the seed, the request's text or a generator
     # seeded from it.
-    children = _fork_each([lambda: _read_request_and_build(path)])
-    # CUDA starts meanwhile, after the fork: the child, which does not use CUDA, could not have.
-    _start_cuda()
-    answer = _collect(children)[0]
+    # Each input set's builder writes to a memfd of this process's (`_fork_each`): no hand-over through the child.
+    memfds = [os.memfd_create("kernelgym-inputs", os.MFD_CLOEXEC) for _ in range(_INPUT_SETS)]
+    try:
+        children = _fork_each([lambda: _read_request_and_build(path, memfds)])
+        # CUDA starts meanwhile, after the fork: the child, which does not use CUDA, could not have.
+        _start_cuda()
+        answer = _collect(children)[0]
+        inputs = {"warmup": [], "verify": []}
+        inputs.update((name, _unwrapped(_receive_value(fd))) for name, fd in zip(answer["sets"], memfds))
+    finally:
+        for fd in memfds:
+            os.close(fd)
     _phase("prepare.inputs", t)
     req = protocol.Request.from_json(answer["request"])
-    state = prepare(req, answer["inputs"])
+    state = prepare(req, inputs)
     _phase("prepare", t)
     print(PREPARED_MARKER, flush=True)
     if wait_go:  # an observed run started ahead of its grading: the candidate's files are copied in before "go"
@@ -982,13 +1102,19 @@ def _start_cuda():
         pass
 
 
-def _read_request_and_build(path):
-    """In `main`'s forked child: the request at `path` (deleted once read) as JSON, its seed set to 0, and what
-    `seeded_inputs` builds for it: ``{"request": ..., "inputs": ...}``.
+_INPUT_SETS = 3  # check, warmup, verify: `input_set_builds`
+
+
+def _read_request_and_build(path, memfds):
+    """In `main`'s forked child: read the request at `path` (deleted once read), and have each input set it needs
+    built by a child of its own, which writes it to one of `memfds` (in the order of `input_set_builds`). Returns
+    ``{"request": the request as JSON, its seed set to 0, "sets": the names of the sets written, in order}`` once
+    every set is written.
 
     Raises:
         OSError: the request cannot be read.
-        protocol.ProtocolError: it is malformed."""
+        protocol.ProtocolError: it is malformed.
+        RuntimeError: a set's process died."""
     try:
         with open(path, "rb") as f:
             text = f.read()
@@ -998,7 +1124,9 @@ def _read_request_and_build(path):
         except OSError:
             pass
     req = protocol.Request.from_json(json.loads(text))
-    return {"request": dataclasses.replace(req, seed=0).to_json(), "inputs": seeded_inputs(req)}
+    works = input_set_builds(req)
+    _wait_written(_fork_each(list(works.values()), memfds[:len(works)]))
+    return {"request": dataclasses.replace(req, seed=0).to_json(), "sets": list(works)}
 
 
 def _child(path, go_fd, ready_fd, close_fds, stop_others=False):
