@@ -13,7 +13,8 @@
 #     bash benchmarks/gpu_issue24.sh session4b-cuda | session4b-matmul   # one half of session4b (2 or 4 min)
 #     bash benchmarks/gpu_issue24.sh session5    # rmsnorm at 8 and 1, matmul at 8, with the harness's CPU per phase (5 min)
 #     bash benchmarks/gpu_issue24.sh session6    # A/B: this tree against .baseline-tree, rmsnorm at 1 and 8 (5 min)
-#     bash benchmarks/gpu_issue24.sh session7    # rmsnorm at 1 and 8, matmul at 8 (7 min)
+#     bash benchmarks/gpu_issue24.sh session7    # A/B: this tree against .baseline-tree, rmsnorm at 1 and 8 (5 min)
+#     bash benchmarks/gpu_issue24.sh session7-matmul  # matmul at 8 envs (4.5 min)
 #     bash benchmarks/gpu_issue24.sh baselines-parallel [--references-on-gpu]  # the 24 Triton baselines, 4 at once (5 min)
 # COMMIT=<hash> names the commit measured in machine.txt (the device's copy of .git is not the checkout's).
 # Copy $OUT into benchmarks/results/ with the machine and date.
@@ -89,11 +90,23 @@ session6)
     done
     ;;
 session7)
-    # The tree as it is: rmsnorm at 1 and 8 envs (the checked run's prepare split: prepare.inputs/.device/.baseline),
-    # then matmul at 8 envs, whose gradings waited a median 26.8 s for the observed run ahead to prepare on the H200
-    # (2026-12-04), a wait the tracer no longer has (about 7 min).
-    tp 75 triton-rmsnorm 1 30 s7_rmsnorm_n1.json
-    tp 100 triton-rmsnorm 8 45 s7_rmsnorm_n8.json
+    # A/B in one call: this tree (the harness's inputs through memfds, one hand-over; CUDA's start beside the input
+    # build) against .baseline-tree (`git archive 5f04c33 kernelgym tasks policies hardware benchmarks/throughput.py
+    # pyproject.toml`, carried), rmsnorm at 1 and 8 envs, alternating, each side with a grading cache of its own
+    # (about 5 min).
+    for n in 1 8; do
+        for side in base new; do
+            root=$PWD; [ "$side" = base ] && root=$PWD/.baseline-tree
+            window=30; [ "$n" = 8 ] && window=45
+            (cd "$root" && KERNELGYM_CACHE_DIR=/tmp/kg-cache-$side timeout $((window + 50)) python3 benchmarks/throughput.py \
+                --task triton-rmsnorm --envs $n --seconds $window --out "$OUT/s7_rmsnorm_n${n}_$side.json" 2>&1 \
+                | grep -v "^\s*$" | cut -c1-400)
+        done
+    done
+    ;;
+session7-matmul)
+    # matmul at 8 envs, whose gradings waited a median 26.8 s for the observed run ahead to prepare on the H200
+    # (2026-12-04), a wait the tracer no longer has (about 4.5 min).
     tp 270 triton-matmul 8 140 s7_matmul_n8.json
     ;;
 session4b-cuda)
