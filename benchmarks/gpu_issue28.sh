@@ -28,7 +28,8 @@ else gpus=1; parallel=8; budget=60
 fi
 # One H200 in parts: `bash benchmarks/gpu_issue28.sh part K` (K = 0, 1, 2) takes every third Triton task (by name,
 # 8 of the 24), all at once with 180 s of search each; part 0 also runs the main job. Three calls of about 8 minutes
-# cover the suite; merge their tuner_suite.json files by hand (each holds its own rows).
+# cover the suite; merge their tuner_suite.json files by hand (each holds its own rows). MAIN_JOB_TASK=<task> runs
+# the main job on another task than triton-rmsnorm.
 extra=()
 if [ "${1:-}" = "part" ]; then
     k=${2:?part needs an index 0, 1 or 2}
@@ -42,6 +43,7 @@ echo "gpus=$gpus parallel=$parallel task_budget_s=$budget" | tee -a "$OUT/machin
 start=$(date +%s)
 timeout 510 python3 benchmarks/tuner_suite.py --out "$OUT" --gpus "$gpus" --parallel "$parallel" \
     --task-budget-s "$budget" --total-budget-s 300 --main-job-timeout-s 470 \
-    --run-dir /tmp/kg-tuner-suite "${extra[@]}" > "$OUT/tuner_suite.log" 2>&1
+    --run-dir /tmp/kg-tuner-suite --main-job-task "${MAIN_JOB_TASK:-triton-rmsnorm}" "${extra[@]}" \
+    > "$OUT/tuner_suite.log" 2>&1
 echo "tuner_suite.py: exit $?, $(( $(date +%s) - start )) s" | tee -a "$OUT/machine.txt"
 tail -45 "$OUT/tuner_suite.log"

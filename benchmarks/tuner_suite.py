@@ -143,13 +143,13 @@ def judge(record: dict) -> dict:
     return record
 
 
-def run_main_job(run_dir: str, timeout_s: float, policy_config: str | None) -> dict:
-    """`kernelgym run --task triton-rmsnorm --policy tuner` as a user runs it (`policy_config`: a --policy-config, or
-    None); its graded speedup from results.json. Past `timeout_s` its process group is killed and the record says so."""
+def run_main_job(run_dir: str, timeout_s: float, policy_config: str | None, task: str = "triton-rmsnorm") -> dict:
+    """`kernelgym run --task TASK --policy tuner` as a user runs it (`policy_config`: a --policy-config, or None); its
+    graded speedup from results.json. Past `timeout_s` its process group is killed and the record says so."""
     import signal
 
     start = time.monotonic()
-    cmd = [sys.executable, "-m", "kernelgym.cli", "run", "--task", "triton-rmsnorm", "--policy", "tuner",
+    cmd = [sys.executable, "-m", "kernelgym.cli", "run", "--task", task, "--policy", "tuner",
            "--run-dir", run_dir] + (["--policy-config", policy_config] if policy_config else [])
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True)
     try:
@@ -225,6 +225,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--no-main-job", action="store_true", help="skip `kernelgym run --task triton-rmsnorm --policy tuner`")
     ap.add_argument("--main-job-timeout-s", type=float, default=470.0, help="the main job is killed after this")
     ap.add_argument("--main-job-config", default=None, help="a --policy-config for the main job (default: none)")
+    ap.add_argument("--main-job-task", default="triton-rmsnorm", help="the main job's task (default: triton-rmsnorm)")
     ap.add_argument("--gpu-schedule", action=argparse.BooleanOptionalAction, default=True,
                     help="GraderConfig.gpu_schedule for the tasks' gradings: their timed runs take turns on each GPU")
     ap.add_argument("--run-dir", default="/tmp/kg-tuner-suite")
@@ -252,7 +253,8 @@ def main(argv: list[str] | None = None) -> int:
              for g in range(gpus)]
     try:
         main_job = None if args.no_main_job else pools[0].submit(run_main_job, str(run_root / "main-job"),
-                                                                 args.main_job_timeout_s, args.main_job_config)
+                                                                 args.main_job_timeout_s, args.main_job_config,
+                                                                 args.main_job_task)
         pending = {pools[i % gpus].submit(run_task, t, str(run_root / t), args.task_budget_s, args.max_steps,
                                           args.baseline_grades, threads, deadline, args.gpu_schedule): t
                    for i, t in enumerate(tasks)}

@@ -689,3 +689,40 @@ def test_a_refused_rewrite_is_skipped_and_the_entry_point_comes_from_configs_jso
     assert [label for label, _ in p.refused] == ["rewrite 'refused'"]
     assert "rewrite 'refused': refused by the grader's static check (not measured): kernel.py:" in p.summary
     assert "[refused_names]" in p.summary
+
+
+def _rewrites():
+    import yaml
+    return yaml.safe_load((DEFAULT_POLICIES_ROOT / "tuner" / "config.yaml").read_text())["rewrites"]
+
+
+@pytest.mark.parametrize("rewrite", _rewrites(), ids=lambda rw: rw["name"])
+def test_each_rewrite_applies_to_its_task_and_passes_the_grader_static_check(rewrite):
+    # A rewrite is tried only where a task's baseline holds every `requires` snippet: a snippet edited in the task
+    # would silently retire it. What it writes must pass the static check the grader runs.
+    tasks = [p.name for p in (DEFAULT_TASKS_ROOT / "triton").iterdir() if (p / "kernel.py").is_file()
+             and all(r in source(p.name) for r in rewrite["requires"])]
+    assert len(tasks) == 1, tasks
+    assert static_findings(tasks[0], (DEFAULT_POLICIES_ROOT / "tuner" / rewrite["file"]).read_text()) == []
+
+
+def test_the_softmax_rewrite_matches_torch_on_every_path(monkeypatch):
+    # One pass (a row per program, and several rows per program past the last row), and a long row split over
+    # programs (two chunk sizes), on Triton's CPU interpreter, against torch.softmax in fp32.
+    import importlib.util
+
+    import torch
+    monkeypatch.setenv("TRITON_INTERPRET", "1")
+    spec = importlib.util.spec_from_file_location("softmax_one_pass_test",
+                                                  DEFAULT_POLICIES_ROOT / "tuner" / "rewrites" / "softmax_one_pass.py")
+    sm = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(sm)
+    gen = torch.Generator().manual_seed(0)
+    for rows, cols, dtype, tables in [(3, 1000, torch.bfloat16, {}), (7, 300, torch.float16, {"ROWS_BY_BLOCK": {512: 4}}),
+                                      (2, 9000, torch.float16, {}), (3, 10001, torch.bfloat16, {"SPLIT_BY_BLOCK": {16384: 2048}})]:
+        for name in ("ROWS_BY_BLOCK", "SPLIT_BY_BLOCK"):
+            monkeypatch.setattr(sm, name, tables.get(name, {}))
+        x = (3 * torch.randn(rows, cols, generator=gen)).to(dtype)
+        y = sm.softmax(x)
+        assert y.dtype == dtype and y.shape == x.shape
+        torch.testing.assert_close(y.float(), torch.softmax(x.float(), -1), atol=2e-3, rtol=1e-2)
