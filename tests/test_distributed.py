@@ -247,3 +247,23 @@ def test_sigterm_stops_a_ray_run_cleanly(tmp_path, require_bwrap):
     assert "SIGTERM received" not in out and "Aborted" not in out, out
     assert f"resume with `kernelgym run --backend ray --resume {run_dir}`" in out.replace("\n", ""), out
     assert not (run_dir / "results.json").exists()
+
+
+def test_an_episode_worker_removes_its_trajectory_folders_when_closed(tmp_path):
+    # Each run's trajectory lines go back to the driver with every result: the worker's own copy, in a temp folder,
+    # must not outlive it (earlier runs left kernelgym-ray-* folders behind in /tmp).
+    from kernelgym.distributed.episode_worker import EpisodeWorker
+
+    class Env:
+        closed = False
+
+        def close(self):
+            Env.closed = True
+
+    folder = tmp_path / "kernelgym-ray-test"
+    folder.mkdir()
+    (folder / "trajectories.jsonl").write_text("{}\n")
+    worker = EpisodeWorker()
+    worker._runs["run"] = (Env(), None, folder / "trajectories.jsonl")
+    worker.close()
+    assert Env.closed and not folder.exists() and worker._runs == {}

@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -81,7 +82,9 @@ class EpisodeWorker:
         return os.getpid()
 
     def close(self) -> None:
-        """Close every env this worker holds."""
-        for env, _, _ in self._runs.values():
+        """Close every env this worker holds, and remove its trajectory folders (their lines went back to the driver
+        with each episode's result)."""
+        for env, _, trajectory in self._runs.values():
             env.close()
+            shutil.rmtree(trajectory.parent, ignore_errors=True)
         self._runs.clear()
