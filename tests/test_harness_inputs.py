@@ -90,6 +90,8 @@ def test_a_value_comes_back_with_its_tensors_layout_dtypes_and_shared_storages()
     got["x"][1, 2] = -1.0  # one storage: the views see the write
     assert got["row"][2] == -1.0 and got["t"][2, 1] == -1.0 and got["col"][1] == -1.0
     assert got["x"].untyped_storage().data_ptr() == got["row"].untyped_storage().data_ptr()
+    same = harness.in_forked_child(lambda: (lambda x: (x, x))(torch.zeros(3)))
+    assert same[0] is same[1]  # one object sent twice comes back as one
 
 
 def _request(tmp_path, seed, observe=False):
@@ -106,35 +108,63 @@ def _request(tmp_path, seed, observe=False):
 
 
 @pytest.mark.parametrize("observe", [False, True])
-def test_main_gets_the_request_without_its_seed_and_each_set_from_its_builders_memfd(tmp_path, observe):
-    # main's child reads the request and has each set built by a child of its own, which writes straight to a memfd
-    # main made: the child hands back only the request (seed 0) and the sets' names, never the inputs.
+def test_main_gets_the_request_without_its_seed_and_each_set_from_its_builders_socket(tmp_path, observe):
+    # main's child reads the request and has each set built by a child of its own, which sends it straight to main
+    # (memfds on a socket main made): the child hands back only the request (seed 0) and the sets' names.
     task, req, path = _request(tmp_path, 777, observe)
-    memfds = [os.memfd_create("test") for _ in range(harness._INPUT_SETS)]
+    sets = [harness._socket_pair() for _ in range(harness._INPUT_SETS)]
     try:
-        answer = harness.in_forked_child(lambda: harness._read_request_and_build(path, memfds))
+        answer = harness.in_forked_child(lambda: harness._read_request_and_build(path, [t for _, t in sets]))
+        for _, theirs in sets:
+            theirs.close()
         assert set(answer) == {"request", "sets"} and answer["request"]["seed"] == 0
         assert answer["sets"] == (["check", "warmup"] if observe else ["check", "verify"])
         assert not os.path.exists(path)  # deleted once read
         builder = harness.load(req.input_builder, req.builder_directory, "kernelgym_inputs_test")
         seeds = {"check": protocol.check_seed, "warmup": protocol.warmup_seed, "verify": protocol.verify_seed}
-        for name, fd in zip(answer["sets"], memfds):
-            built = harness._unwrapped(harness._receive_value(fd))
+        for name, (mine, _) in zip(answer["sets"], sets):
+            built = harness._unwrapped(harness._receive_value(mine), 0)
             for i, cfg in enumerate(req.configs):
                 expected = builder(cfg, seeds[name](777, i), "cpu")
                 assert torch.equal(built[i][0], expected[0]) and torch.equal(built[i][1], expected[1]), (name, i)
+        assert harness._receive_value(sets[2][0]) is None  # the set not needed: nothing sent, an end of file
     finally:
-        for fd in memfds:
-            os.close(fd)
+        for mine, theirs in sets:
+            mine.close()
+            theirs.close()
 
 
 def test_a_set_builder_that_dies_is_an_error_for_main(tmp_path, monkeypatch):
     task, req, path = _request(tmp_path, 5)
-    memfds = [os.memfd_create("test") for _ in range(harness._INPUT_SETS)]
+    sets = [harness._socket_pair() for _ in range(harness._INPUT_SETS)]
     monkeypatch.setattr(harness, "_build_inputs", lambda *args: os._exit(7))
     try:
         with pytest.raises(RuntimeError, match="died"):
-            harness.in_forked_child(lambda: harness._read_request_and_build(path, memfds))
+            harness.in_forked_child(lambda: harness._read_request_and_build(path, [t for _, t in sets]))
     finally:
-        for fd in memfds:
-            os.close(fd)
+        for mine, theirs in sets:
+            mine.close()
+            theirs.close()
+
+
+def test_a_value_larger_than_the_file_size_limit_comes_back_over_several_memfds():
+    # The sandbox caps a file's size (RLIMIT_FSIZE, Limits.max_file_bytes: 2 GiB), memfds included: a value's bytes
+    # are spread over memfds under the cap (cross-entropy's seen configs hold 2.56 GB of inputs). Here the cap is
+    # 1 MiB and the value 5 MiB, one storage of it (4 MiB) wider than a memfd.
+    import resource
+
+    def work():
+        resource.setrlimit(resource.RLIMIT_FSIZE, (1 << 20, resource.getrlimit(resource.RLIMIT_FSIZE)[1]))
+        return [torch.arange(1 << 20, dtype=torch.int32), torch.arange(1 << 18, dtype=torch.float32)]
+
+    got = harness.in_forked_child(work)
+    assert torch.equal(got[0], torch.arange(1 << 20, dtype=torch.int32))
+    assert torch.equal(got[1], torch.arange(1 << 18, dtype=torch.float32))
+
+
+def test_the_first_failing_child_in_order_is_the_error():
+    def malformed():
+        raise harness.protocol.ProtocolError("bad request")
+
+    with pytest.raises(harness.protocol.ProtocolError, match="bad request"):
+        harness.in_forked_children([malformed, lambda: os._exit(3)])

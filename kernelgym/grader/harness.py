@@ -36,10 +36,13 @@ import io
 import json
 import os
 import pickle
+import resource
 import secrets
 import select
 import signal
+import socket
 import stat
+import struct
 import sys
 import time
 import traceback
@@ -669,57 +672,48 @@ def in_forked_children(works):
     """`in_forked_child` of each of `works` at once, each in a child of its own (so in parallel: a task's input
     builder draws its largest tensors on one CPU thread), and their values in order. Processes, not threads: a
     builder may seed a global generator. The same errors as `in_forked_child`, for the first work that failed."""
-    return _collect(_fork_each(works))
+    children = _fork_each(works)
+    answers = []
+    for pid, sock in children:  # each child sends once its value is computed: one after another
+        with sock:
+            answers.append(_receive_value(sock))
+        answers[-1] = (answers[-1], os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]))
+    return [_unwrapped(answer, code) for answer, code in answers]
 
 
-def _fork_each(works, memfds=None):
-    """Fork a child for each of `works` (`_forked_work`), now; returns their (pid, read end of the pipe it says
-    "written" on, memfd it writes its value to) for `_collect`. The memfds are made here (or given: `memfds`, one
-    per work, made by a process further up), before the fork, so both processes hold them: a value needs no
-    channel of its own, and can skip a hand-over."""
+def _socket_pair():
+    """(this end, the other end) of a Unix socket pair for `_send_value`, neither inherited across an exec."""
+    return socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+
+
+def _fork_each(works, ends=None):
+    """Fork a child for each of `works` (`_forked_work`), now; returns their (pid, this end of the socket it sends
+    its value on). With `ends` (one per work: the sending ends of sockets a process further up holds the other end
+    of), each child sends there instead, and the socket returned is None: the value skips this process."""
     sys.stdout.flush()  # else what is buffered here would be written twice, once by each child
     sys.stderr.flush()
     children = []
     for i, work in enumerate(works):
-        read_end, write_end = os.pipe()
-        memfd = os.memfd_create("kernelgym-value", os.MFD_CLOEXEC) if memfds is None else memfds[i]
+        mine, theirs = _socket_pair() if ends is None else (None, ends[i])
         pid = os.fork()
         if pid == 0:
-            _forked_work(work, read_end, write_end, memfd, [fd for _, r, m in children for fd in (r, m)])
-        os.close(write_end)
-        children.append((pid, read_end, memfd))
+            for _, sock in children:
+                if sock is not None:
+                    sock.close()
+            if mine is not None:
+                mine.close()
+            _forked_work(work, theirs)
+        if mine is not None:
+            theirs.close()  # so that a child that dies unsent is an end of file here
+        children.append((pid, mine))
     return children
 
 
-def _collect(children):
-    """The values of the works `_fork_each` started, in order (the errors of `in_forked_child`). Closes their
-    memfds."""
-    try:
-        _wait_written(children)
-        return [_unwrapped(_receive_value(memfd)) for _, _, memfd in children]
-    finally:
-        for _, _, memfd in children:
-            os.close(memfd)
-
-
-def _wait_written(children):
-    """Wait until each of `children` (`_fork_each`) has written its value and exited; closes their pipes.
-
-    Raises:
-        RuntimeError: a child died before it wrote its value."""
-    died = None
-    for pid, read_end, _ in children:  # each child writes once its value is computed: one after another
-        with open(read_end, "rb") as f:
-            written = f.read(1) == b"w"
-        code = os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])
-        if (code != 0 or not written) and died is None:
-            died = code
-    if died is not None:
-        raise RuntimeError(f"the harness's input process died (exit code {died})")
-
-
-def _unwrapped(answer):
-    """The value of a child's ("ok" | "protocol" | "error", value) answer (the errors of `in_forked_child`)."""
+def _unwrapped(answer, code):
+    """The value of a child's ("ok" | "protocol" | "error", value) answer, given its exit code (the errors of
+    `in_forked_child`); `answer` None: it sent none."""
+    if answer is None or code != 0:
+        raise RuntimeError(f"the harness's input process died (exit code {code})")
     kind, value = answer
     if kind == "protocol":
         raise protocol.ProtocolError(value)
@@ -728,15 +722,11 @@ def _unwrapped(answer):
     return value
 
 
-def _forked_work(work, read_end, write_end, memfd, inherited):
-    """In a child of `in_forked_children`: compute `work()`, write ("ok" | "protocol" | "error", value) to `memfd`
-    (`_send_value`), say so with one byte on `write_end`, and exit. `inherited`: the pipes and memfds of the children
-    forked before this one, closed here."""
+def _forked_work(work, sock):
+    """In a child of `in_forked_children`: compute `work()`, send ("ok" | "protocol" | "error", value) on `sock`
+    (`_send_value`), and exit."""
     code = 1
     try:
-        os.close(read_end)
-        for fd in inherited:
-            os.close(fd)
         torch.set_num_threads(1)  # an OpenMP thread pool of the parent's is not there after fork
         try:
             answer = ("ok", work())
@@ -744,8 +734,7 @@ def _forked_work(work, read_end, write_end, memfd, inherited):
             answer = ("protocol", str(exc))
         except Exception:  # noqa: BLE001 - raised again in the parent
             answer = ("error", tb())
-        _send_value(memfd, answer)
-        os.write(write_end, b"w")
+        _send_value(sock, answer)
         code = 0
     except BaseException:  # noqa: BLE001 - the parent reports the exit
         traceback.print_exc()
@@ -753,86 +742,107 @@ def _forked_work(work, read_end, write_end, memfd, inherited):
         os._exit(code)
 
 
-# A value's layout in its memfd: a header (the pickle's offset and length), every tensor storage's bytes (each at a
-# multiple of _ALIGN), then the pickle, in which each dense CPU tensor is a persistent id naming its storage. The
-# bytes are copied by the kernel (pwrite, preadv) once each way, where pickling a tensor through a pipe copied them
-# three or four times (rmsnorm's 264 MB of inputs cross two of these hand-overs: the reader of the request, then
-# this process).
-_HEADER = 16
+# A value goes as a byte stream over memfds (each at most `_segment_bytes`, under the sandbox's file-size limit),
+# whose descriptors travel on a Unix socket (SCM_RIGHTS) with the stream's layout: every tensor storage's bytes
+# (each at a multiple of _ALIGN), then a pickle in which each dense CPU tensor is a persistent id naming its
+# storage. The bytes are copied by the kernel (pwrite, preadv) once each way, where pickling a tensor through a
+# pipe copied them three or four times.
 _ALIGN = 64
-_IO_CHUNK = 1 << 30  # under Linux's 2 GiB cap on one read or write
+_SEGMENT_BYTES = 1 << 30
+_LAYOUT = struct.Struct("<QQQ")  # the pickle's offset and length, the bytes per memfd
 
 
-def _send_value(fd, value):
-    """Write `value` (any picklable value; its dense CPU tensors by their storages' bytes, each storage once, so
-    views keep sharing it) to the memfd `fd`, for `_receive_value`."""
-    storages = {}  # (address, bytes) -> (offset in the memfd, storage)
-    end = [_HEADER]
+def _segment_bytes():
+    """Bytes per memfd: 1 GiB, or less where this process's file-size limit (RLIMIT_FSIZE) is lower."""
+    soft = resource.getrlimit(resource.RLIMIT_FSIZE)[0]
+    if soft == resource.RLIM_INFINITY:
+        return _SEGMENT_BYTES
+    return max(_ALIGN, min(_SEGMENT_BYTES, soft // _ALIGN * _ALIGN))
+
+
+def _send_value(sock, value):
+    """Send `value` (any picklable value; its dense CPU tensors by their storages' bytes, each storage once, so
+    views keep sharing it) on the Unix socket `sock`, for `_receive_value`."""
+    storages = {}  # (address, bytes) -> (offset in the stream, storage)
+    end = [0]
 
     class Pickler(pickle.Pickler):
         def persistent_id(self, obj):
             if type(obj) is not torch.Tensor or obj.layout != torch.strided or obj.device.type != "cpu" \
-                    or obj.is_conj() or obj.is_neg():
+                    or obj.is_quantized or obj.is_nested or obj.is_conj() or obj.is_neg():
                 return None  # pickled as usual
             storage = obj.untyped_storage()
             key = (storage.data_ptr(), storage.nbytes())
             if key not in storages:
                 storages[key] = (end[0], storage)
                 end[0] += max(1, -(-storage.nbytes() // _ALIGN)) * _ALIGN  # an empty one too: offsets name storages
-            return ("tensor", storages[key][0], storage.nbytes(), str(obj.dtype).removeprefix("torch."),
+            return ("tensor", id(obj), storages[key][0], storage.nbytes(), str(obj.dtype).removeprefix("torch."),
                     obj.storage_offset(), tuple(obj.shape), obj.stride(), obj.requires_grad)
 
     buffer = io.BytesIO()
     Pickler(buffer, protocol=pickle.HIGHEST_PROTOCOL).dump(value)
     data = buffer.getbuffer()
-    for offset, storage in storages.values():
-        _pwrite_all(fd, torch.empty(0, dtype=torch.uint8).set_(storage).numpy(), offset)
-    _pwrite_all(fd, data, end[0])
-    _pwrite_all(fd, end[0].to_bytes(8, "little") + len(data).to_bytes(8, "little"), 0)
+    segment = _segment_bytes()
+    fds = [os.memfd_create("kernelgym-value", os.MFD_CLOEXEC) for _ in range(-(-(end[0] + len(data)) // segment))]
+    try:
+        for offset, storage in storages.values():
+            _segmented_io(os.pwrite, fds, segment, torch.empty(0, dtype=torch.uint8).set_(storage).numpy(), offset)
+        _segmented_io(os.pwrite, fds, segment, data, end[0])
+        socket.send_fds(sock, [_LAYOUT.pack(end[0], len(data), segment)], fds)
+    finally:
+        for fd in fds:
+            os.close(fd)
 
 
-def _receive_value(fd):
-    """The value `_send_value` wrote to the memfd `fd`, every tensor in fresh memory of this process (so the memfd
-    may be closed after)."""
-    header = os.pread(fd, _HEADER, 0)
-    at, size = int.from_bytes(header[:8], "little"), int.from_bytes(header[8:], "little")
-    data = bytearray(size)
-    _pread_all(fd, memoryview(data), at)
-    storages = {}  # offset in the memfd -> storage, read once
+def _receive_value(sock):
+    """The value `_send_value` sent on `sock`, every tensor in fresh memory of this process; None where the sender
+    closed its end (or died) before sending."""
+    message, fds, _, _ = socket.recv_fds(sock, _LAYOUT.size, 1024)
+    try:
+        if len(message) != _LAYOUT.size:
+            return None
+        at, size, segment = _LAYOUT.unpack(message)
+        data = bytearray(size)
+        _segmented_io(_preadv, fds, segment, data, at)
+        objects = {}  # id in the sender -> tensor; storages by offset in the stream
 
-    class Unpickler(pickle.Unpickler):
-        def persistent_load(self, pid):
-            _, offset, nbytes, dtype, storage_offset, shape, stride, requires_grad = pid
-            if offset not in storages:
-                raw = torch.empty(nbytes, dtype=torch.uint8)
-                _pread_all(fd, raw.numpy(), offset)
-                storages[offset] = raw.untyped_storage()
-            tensor = torch.empty(0, dtype=getattr(torch, dtype)).set_(storages[offset], storage_offset, shape, stride)
-            return tensor.requires_grad_() if requires_grad else tensor
+        class Unpickler(pickle.Unpickler):
+            def persistent_load(self, pid):
+                _, ident, offset, nbytes, dtype, storage_offset, shape, stride, requires_grad = pid
+                if ident not in objects:
+                    if offset not in objects:
+                        raw = torch.empty(nbytes, dtype=torch.uint8)
+                        _segmented_io(_preadv, fds, segment, raw.numpy(), offset)
+                        objects[offset] = raw.untyped_storage()
+                    tensor = torch.empty(0, dtype=getattr(torch, dtype)).set_(objects[offset], storage_offset,
+                                                                              shape, stride)
+                    objects[ident] = tensor.requires_grad_() if requires_grad else tensor
+                return objects[ident]
 
-    # Not restricted: only this harness's own forked child wrote it (trusted code, before any candidate ran), and a
-    # builder's arguments may be any picklable value.
-    return Unpickler(io.BytesIO(data)).load()
-
-
-def _pwrite_all(fd, buffer, offset):
-    """Write all of `buffer` (bytes-like) to `fd` at `offset`, in chunks under Linux's cap on one write."""
-    view = memoryview(buffer).cast("B")
-    while len(view):
-        n = os.pwrite(fd, view[:_IO_CHUNK], offset)
-        view, offset = view[n:], offset + n
+        # Not restricted: only this harness's own forked child sent it (trusted code, before any candidate ran), and
+        # a builder's arguments may be any picklable value.
+        return Unpickler(io.BytesIO(data)).load()
+    finally:
+        for fd in fds:
+            os.close(fd)
 
 
-def _pread_all(fd, buffer, offset):
-    """Fill all of `buffer` (writable, bytes-like) from `fd` at `offset`.
+def _preadv(fd, buffer, offset):
+    return os.preadv(fd, [buffer], offset)
+
+
+def _segmented_io(op, fds, segment, buffer, offset):
+    """`op` (os.pwrite, or `_preadv`) over all of `buffer` at `offset` of the stream that `fds` hold, `segment`
+    bytes each, in calls under Linux's cap on one read or write.
 
     Raises:
-        RuntimeError: the file ends first (its writer died part-way)."""
+        RuntimeError: a memfd ends first (its writer died part-way)."""
     view = memoryview(buffer).cast("B")
     while len(view):
-        n = os.preadv(fd, [view[:_IO_CHUNK]], offset)
+        index, within = divmod(offset, segment)
+        n = op(fds[index], view[:min(segment - within, _SEGMENT_BYTES)], within)
         if n == 0:
-            raise RuntimeError("the harness's input process wrote a short value")
+            raise RuntimeError("the harness's input process sent a short value")
         view, offset = view[n:], offset + n
 
 
@@ -1051,18 +1061,20 @@ def main(path, go_fd=None, ready_fd=None, stop_others=False, wait_go=False, wait
     # its file (the parent keeps its own copy) and builds every seeded input, and sends back the request without
     # its seed, and the inputs. Nothing here, freed or not, holds the seed, the request's text or a generator
     # seeded from it.
-    # Each input set's builder writes to a memfd of this process's (`_fork_each`): no hand-over through the child.
-    memfds = [os.memfd_create("kernelgym-inputs", os.MFD_CLOEXEC) for _ in range(_INPUT_SETS)]
+    # Each input set's builder sends it straight to this process, on a socket of its own: not through the child.
+    sets = [_socket_pair() for _ in range(_INPUT_SETS)]
     try:
-        children = _fork_each([lambda: _read_request_and_build(path, memfds)])
-        # CUDA starts meanwhile, after the fork: the child, which does not use CUDA, could not have.
-        _start_cuda()
-        answer = _collect(children)[0]
+        answer = in_forked_children([lambda: _read_request_and_build(path, [theirs for _, theirs in sets])])[0]
+        # The child and its set builders hold the sending ends: a builder that dies unsent is an end of file here.
+        for _, theirs in sets:
+            theirs.close()
         inputs = {"warmup": [], "verify": []}
-        inputs.update((name, _unwrapped(_receive_value(fd))) for name, fd in zip(answer["sets"], memfds))
+        for name, (mine, _) in zip(answer["sets"], sets):
+            inputs[name] = _unwrapped(_receive_value(mine), 0)
     finally:
-        for fd in memfds:
-            os.close(fd)
+        for mine, theirs in sets:
+            mine.close()
+            theirs.close()
     _phase("prepare.inputs", t)
     req = protocol.Request.from_json(answer["request"])
     state = prepare(req, inputs)
@@ -1105,11 +1117,11 @@ def _start_cuda():
 _INPUT_SETS = 3  # check, warmup, verify: `input_set_builds`
 
 
-def _read_request_and_build(path, memfds):
+def _read_request_and_build(path, ends):
     """In `main`'s forked child: read the request at `path` (deleted once read), and have each input set it needs
-    built by a child of its own, which writes it to one of `memfds` (in the order of `input_set_builds`). Returns
-    ``{"request": the request as JSON, its seed set to 0, "sets": the names of the sets written, in order}`` once
-    every set is written.
+    built by a child of its own, which sends it on one of `ends` (in the order of `input_set_builds`). Returns
+    ``{"request": the request as JSON, its seed set to 0, "sets": the names of the sets sent, in order}`` once every
+    set is sent.
 
     Raises:
         OSError: the request cannot be read.
@@ -1125,7 +1137,13 @@ def _read_request_and_build(path, memfds):
             pass
     req = protocol.Request.from_json(json.loads(text))
     works = input_set_builds(req)
-    _wait_written(_fork_each(list(works.values()), memfds[:len(works)]))
+    children = _fork_each(list(works.values()), ends[:len(works)])
+    for end in ends:
+        end.close()
+    for pid, _ in children:
+        code = os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])
+        if code != 0:
+            raise RuntimeError(f"the harness's input process died (exit code {code})")
     return {"request": dataclasses.replace(req, seed=0).to_json(), "sets": list(works)}
 
 
