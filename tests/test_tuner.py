@@ -1,6 +1,7 @@
 """The tuner policy: it finds any Triton task's launch parameters in the source, optimizes bench.py's measure, never
 submits a variant its measure does not put beyond the original's noise band, keeps to the step and time budgets,
 falls back to the original where it cannot parse the kernel, and says on the CPU interpreter what the 120 means."""
+import os
 import re
 import sys
 import types
@@ -706,23 +707,27 @@ def test_each_rewrite_applies_to_its_task_and_passes_the_grader_static_check(rew
     assert static_findings(tasks[0], (DEFAULT_POLICIES_ROOT / "tuner" / rewrite["file"]).read_text()) == []
 
 
-def test_the_softmax_rewrite_matches_torch_on_every_path(monkeypatch):
+def test_the_softmax_rewrite_matches_torch_on_every_path():
     # One pass (a row per program, and several rows per program past the last row), and a long row split over
-    # programs (two chunk sizes), on Triton's CPU interpreter, against torch.softmax in fp32.
-    import importlib.util
-
-    import torch
-    monkeypatch.setenv("TRITON_INTERPRET", "1")
-    spec = importlib.util.spec_from_file_location("softmax_one_pass_test",
-                                                  DEFAULT_POLICIES_ROOT / "tuner" / "rewrites" / "softmax_one_pass.py")
-    sm = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(sm)
-    gen = torch.Generator().manual_seed(0)
-    for rows, cols, dtype, tables in [(3, 1000, torch.bfloat16, {}), (7, 300, torch.float16, {"ROWS_BY_BLOCK": {512: 4}}),
-                                      (2, 9000, torch.float16, {}), (3, 10001, torch.bfloat16, {"SPLIT_BY_BLOCK": {16384: 2048}})]:
-        for name in ("ROWS_BY_BLOCK", "SPLIT_BY_BLOCK"):
-            monkeypatch.setattr(sm, name, tables.get(name, {}))
-        x = (3 * torch.randn(rows, cols, generator=gen)).to(dtype)
-        y = sm.softmax(x)
-        assert y.dtype == dtype and y.shape == x.shape
-        torch.testing.assert_close(y.float(), torch.softmax(x.float(), -1), atol=2e-3, rtol=1e-2)
+    # programs (two chunk sizes), on Triton's CPU interpreter, against torch.softmax in fp32. In a process of its
+    # own: the interpreter must be chosen before triton is first imported.
+    import subprocess
+    script = f"""
+import importlib.util, torch
+spec = importlib.util.spec_from_file_location("softmax_one_pass", {str(DEFAULT_POLICIES_ROOT / "tuner" / "rewrites" / "softmax_one_pass.py")!r})
+sm = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(sm)
+gen = torch.Generator().manual_seed(0)
+for rows, cols, dtype, tables in [(3, 1000, torch.bfloat16, {{}}), (7, 300, torch.float16, {{"ROWS_BY_BLOCK": {{512: 4}}}}),
+                                  (2, 9000, torch.float16, {{}}), (3, 10001, torch.bfloat16, {{"SPLIT_BY_BLOCK": {{16384: 2048}}}})]:
+    sm.ROWS_BY_BLOCK, sm.SPLIT_BY_BLOCK = tables.get("ROWS_BY_BLOCK", {{}}), tables.get("SPLIT_BY_BLOCK", {{}})
+    x = (3 * torch.randn(rows, cols, generator=gen)).to(dtype)
+    y = sm.softmax(x)
+    assert y.dtype == dtype and y.shape == x.shape
+    torch.testing.assert_close(y.float(), torch.softmax(x.float(), -1), atol=2e-3, rtol=1e-2)
+    print("ok", rows, cols)
+"""
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300,
+                          env={**os.environ, "TRITON_INTERPRET": "1"})
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert proc.stdout.count("ok") == 4, proc.stdout
