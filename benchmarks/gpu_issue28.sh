@@ -1,6 +1,6 @@
 # Issue 28 on the H200s (one call, under 9 minutes): the tuner over every Triton task, 6 tasks at once per GPU in
 # parallel processes, each task's search bounded by --task-budget-s, plus the main job
-# (`kernelgym run --task triton-rmsnorm --policy tuner`, its defaults: a 300 s search) in a process of its own on
+# (`kernelgym run --task triton-softmax --policy tuner`, its defaults: a 300 s search) in a process of its own on
 # GPU 0. Meant for kind nvidia-h200-x4, with `carry: [".whl", ".deb"]`:
 #     bash benchmarks/gpu_issue28.sh
 # Writes $OUT/tuner_suite.json, $OUT/tuner_suite.md and $OUT/tuner_suite.log; copy $OUT into benchmarks/results/
@@ -29,7 +29,7 @@ fi
 # One H200 in parts: `bash benchmarks/gpu_issue28.sh part K` (K = 0, 1, 2) takes every third Triton task (by name,
 # 8 of the 24), all at once with 180 s of search each; part 0 also runs the main job. Three calls of about 8 minutes
 # cover the suite; merge their tuner_suite.json files by hand (each holds its own rows). MAIN_JOB_TASK=<task> runs
-# the main job on another task than triton-rmsnorm.
+# the main job on another task than triton-softmax (the README's).
 extra=()
 if [ "${1:-}" = "part" ]; then
     k=${2:?part needs an index 0, 1 or 2}
@@ -43,7 +43,7 @@ echo "gpus=$gpus parallel=$parallel task_budget_s=$budget" | tee -a "$OUT/machin
 start=$(date +%s)
 timeout 510 python3 benchmarks/tuner_suite.py --out "$OUT" --gpus "$gpus" --parallel "$parallel" \
     --task-budget-s "$budget" --total-budget-s 300 --main-job-timeout-s 470 \
-    --run-dir /tmp/kg-tuner-suite --main-job-task "${MAIN_JOB_TASK:-triton-rmsnorm}" "${extra[@]}" \
+    --run-dir /tmp/kg-tuner-suite --main-job-task "${MAIN_JOB_TASK:-triton-softmax}" "${extra[@]}" \
     > "$OUT/tuner_suite.log" 2>&1
 echo "tuner_suite.py: exit $?, $(( $(date +%s) - start )) s" | tee -a "$OUT/machine.txt"
 tail -45 "$OUT/tuner_suite.log"

@@ -1,5 +1,5 @@
 """The tuner over the Triton suite (issue 28): one tuner episode per Triton task, several tasks at once in parallel
-processes sharing each GPU, plus the main job (`kernelgym run --task triton-rmsnorm --policy tuner`), in one JSON and
+processes sharing each GPU, plus the main job (`kernelgym run --task triton-softmax --policy tuner`), in one JSON and
 a short Markdown summary.
 
     source benchmarks/gpu_setup.sh
@@ -143,7 +143,7 @@ def judge(record: dict) -> dict:
     return record
 
 
-def run_main_job(run_dir: str, timeout_s: float, policy_config: str | None, task: str = "triton-rmsnorm") -> dict:
+def run_main_job(run_dir: str, timeout_s: float, policy_config: str | None, task: str = "triton-softmax") -> dict:
     """`kernelgym run --task TASK --policy tuner` as a user runs it (`policy_config`: a --policy-config, or None); its
     graded speedup from results.json. Past `timeout_s` its process group is killed and the record says so."""
     import signal
@@ -222,10 +222,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--baseline-grades", type=int, default=1, help="gradings of the unchanged baseline per task")
     ap.add_argument("--only", default="", help="comma-separated task names")
     ap.add_argument("--skip", default="", help="comma-separated task names")
-    ap.add_argument("--no-main-job", action="store_true", help="skip `kernelgym run --task triton-rmsnorm --policy tuner`")
+    ap.add_argument("--no-main-job", action="store_true", help="skip the main job (`kernelgym run --task triton-softmax --policy tuner`)")
     ap.add_argument("--main-job-timeout-s", type=float, default=470.0, help="the main job is killed after this")
     ap.add_argument("--main-job-config", default=None, help="a --policy-config for the main job (default: none)")
-    ap.add_argument("--main-job-task", default="triton-rmsnorm", help="the main job's task (default: triton-rmsnorm)")
+    ap.add_argument("--main-job-task", default="triton-softmax", help="the main job's task (default: triton-softmax)")
     ap.add_argument("--gpu-schedule", action=argparse.BooleanOptionalAction, default=True,
                     help="GraderConfig.gpu_schedule for the tasks' gradings: their timed runs take turns on each GPU")
     ap.add_argument("--run-dir", default="/tmp/kg-tuner-suite")

@@ -1,4 +1,4 @@
-"""Command line: ``kernelgym list``, ``kernelgym run --task triton-rmsnorm --policy tuner``,
+"""Command line: ``kernelgym list``, ``kernelgym run --task triton-softmax --policy tuner``,
 ``kernelgym validate TASK_DIR``, ``kernelgym unseen RUN_DIR``, ``kernelgym export RUN_DIR --minari ID``,
 ``kernelgym report RUN_DIR...`` and ``kernelgym compare RUN_A RUN_B`` (the last two: kernelgym/report/commands.py).
 

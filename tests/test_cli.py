@@ -1,4 +1,4 @@
-"""The main job end to end on the interpreter: `kernelgym run --task triton-rmsnorm --policy tuner`."""
+"""The main job end to end on the interpreter: `kernelgym run --task triton-softmax --policy tuner`."""
 import json
 import shutil
 import subprocess
@@ -22,11 +22,13 @@ def test_list(capsys):
 def test_run_tuner_end_to_end(tmp_path, require_bwrap):
     # A reduced grid keeps CI fast; the default grid is exercised on the GPU (benchmarks/results).
     overrides = json.dumps({"params": {"BLOCK_SIZE": [512], "NUM_WARPS": [2]}})
-    proc = subprocess.run([sys.executable, "-m", "kernelgym.cli", "run", "--task", "triton-rmsnorm", "--policy", "tuner",
+    proc = subprocess.run([sys.executable, "-m", "kernelgym.cli", "run", "--task", "triton-softmax", "--policy", "tuner",
                            "--policy-config", overrides, "--run-dir", str(tmp_path)],
                           capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "Result" in proc.stdout and "120.0" in proc.stdout
+    # What the main job shows a new user without a GPU: the one-pass rewrite, submitted on the model's word.
+    assert "Submitted: rewrite 'softmax one pass per row'" in proc.stdout and "bytes moved x0.500" in proc.stdout
     (run_dir,) = tmp_path.iterdir()
     results = json.loads((run_dir / "results.json").read_text())
     assert results[0]["reward"] == 120.0 and results[0]["terminated"]

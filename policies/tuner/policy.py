@@ -296,6 +296,8 @@ class TunerPolicy:
                          "bytes_ratio": m.bytes_ratio, "band": list(m.band),
                          "values": constants(source, self.config.params),
                          "measure": "screen" if screen else "full", "seconds": round(seconds, 1)})
+        if not m.correct:  # what the measure said, for whoever reads the log (the suite benchmark keeps it)
+            self.log[-1]["output_tail"] = obs["output"][-1500:]
         self._say(f"{label}: {m.describe()} [{seconds:.1f} s]")
         return m
 
