@@ -22,6 +22,19 @@ source benchmarks/gpu_setup.sh
 mkdir -p "$OUT"
 (nvidia-smi --query-gpu=name,driver_version --format=csv; nproc; python3 -c "import torch, triton; print(torch.__version__, triton.__version__)"; date -u; echo "commit ${COMMIT:-$(git rev-parse HEAD 2>/dev/null)}") > "$OUT/machine.txt" 2>&1
 tp() { timeout "$1" python3 benchmarks/throughput.py --task "$2" --envs "$3" --seconds "$4" --out "$OUT/$5" "${@:6}" 2>&1 | grep -v "^\s*$" | cut -c1-600; }
+# A/B: this tree against .baseline-tree (carried), rmsnorm at 1 and 8 envs, alternating, each side with a grading
+# cache of its own; results as $OUT/<prefix>_rmsnorm_n<envs>_<base|new>.json.
+ab_rmsnorm() {
+    for n in 1 8; do
+        for side in base new; do
+            root=$PWD; [ "$side" = base ] && root=$PWD/.baseline-tree
+            window=30; [ "$n" = 8 ] && window=45
+            (cd "$root" && KERNELGYM_CACHE_DIR=/tmp/kg-cache-$side timeout $((window + 50)) python3 benchmarks/throughput.py \
+                --task triton-rmsnorm --envs $n --seconds $window --out "$OUT/$1_rmsnorm_n${n}_$side.json" 2>&1 \
+                | grep -v "^\s*$" | cut -c1-400)
+        done
+    done
+}
 case "$1" in
 breakdown)
     tp 90 triton-rmsnorm 1 40 breakdown_n1.json
@@ -79,30 +92,14 @@ session6)
     # the outputs are compared) against the tree before it (.baseline-tree: `git archive 390e46e kernelgym tasks
     # policies hardware benchmarks/throughput.py pyproject.toml`, carried), rmsnorm at 1 and 8 envs, alternating,
     # each side with a grading cache of its own (about 5 min).
-    for n in 1 8; do
-        for side in base new; do
-            root=$PWD; [ "$side" = base ] && root=$PWD/.baseline-tree
-            window=30; [ "$n" = 8 ] && window=45
-            (cd "$root" && KERNELGYM_CACHE_DIR=/tmp/kg-cache-$side timeout $((window + 50)) python3 benchmarks/throughput.py \
-                --task triton-rmsnorm --envs $n --seconds $window --out "$OUT/s6_rmsnorm_n${n}_$side.json" 2>&1 \
-                | grep -v "^\s*$" | cut -c1-400)
-        done
-    done
+    ab_rmsnorm s6
     ;;
 session7)
     # A/B in one call: this tree (the harness's inputs through memfds, one hand-over; CUDA's start beside the input
     # build) against .baseline-tree (`git archive 5f04c33 kernelgym tasks policies hardware benchmarks/throughput.py
     # pyproject.toml`, carried), rmsnorm at 1 and 8 envs, alternating, each side with a grading cache of its own
     # (about 5 min).
-    for n in 1 8; do
-        for side in base new; do
-            root=$PWD; [ "$side" = base ] && root=$PWD/.baseline-tree
-            window=30; [ "$n" = 8 ] && window=45
-            (cd "$root" && KERNELGYM_CACHE_DIR=/tmp/kg-cache-$side timeout $((window + 50)) python3 benchmarks/throughput.py \
-                --task triton-rmsnorm --envs $n --seconds $window --out "$OUT/s7_rmsnorm_n${n}_$side.json" 2>&1 \
-                | grep -v "^\s*$" | cut -c1-400)
-        done
-    done
+    ab_rmsnorm s7
     ;;
 session7-matmul)
     # matmul at 8 envs, whose gradings waited a median 26.8 s for the observed run ahead to prepare on the H200
