@@ -442,6 +442,8 @@ def run_task(args: argparse.Namespace) -> tuple[int, list[dict], Path]:
     if hw.interpreter:
         print_interpreter_note(args.policy == "tuner")
     console.print(f"trajectories: {run_dir / 'trajectories.jsonl'}")
+    console.print(f"results: {run_dir / 'results.json'}; each episode's final kernel: {run_dir / 'episodes'}/<id>/workspace; "
+                  f"charts: kernelgym report {run_dir}")
     if results and all(r.get("policy_error") for r in results):
         console.print("[red]every episode ended with a policy error: the scores are the kernels as they stood[/]")
         return 3, results, run_dir  # a script must not read a run whose policy never worked as a success
@@ -624,8 +626,8 @@ def _tokens_cell(u: dict | None) -> str:
 def print_interpreter_note(tuner: bool) -> None:
     """The line after a run on the CPU interpreter: nothing was timed (and, for the tuner, what ranked its variants)."""
     console.print("[yellow]CPU interpreter: correctness only. Nothing was timed, so no speedup was measured"
-                  + (", and the tuner ranked its variants by bench.py's model of the bytes they move: an estimate, not a "
-                     "measurement" if tuner else "") + ".[/]")
+                  + (", and the tuner ranked its variants by bench.py's model (bytes and launches counted, time "
+                     "estimated for a GPU): an estimate, not a measurement" if tuner else "") + ".[/]")
 
 
 def print_results(results: list[dict], interpreter: bool) -> None:

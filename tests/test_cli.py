@@ -29,6 +29,8 @@ def test_run_tuner_end_to_end(tmp_path, require_bwrap):
     assert "Result" in proc.stdout and "120.0" in proc.stdout
     # What the main job shows a new user without a GPU: the one-pass rewrite, submitted on the model's word.
     assert "Submitted: rewrite 'softmax one pass per row'" in proc.stdout and "bytes moved x0.500" in proc.stdout
+    assert "mostly the launch" in proc.stdout  # why half the bytes moves the model's estimate so little there
+    assert "results: " in proc.stdout and "kernelgym report " in proc.stdout  # where the run's files are
     (run_dir,) = tmp_path.iterdir()
     results = json.loads((run_dir / "results.json").read_text())
     assert results[0]["reward"] == 120.0 and results[0]["terminated"]

@@ -506,6 +506,9 @@ class TunerPolicy:
             m = final.measure
             lines.append(f"MODEL estimate of the submitted kernel (bench.py's roofline model, kernelgym/estimate.py; "
                          f"not a measurement): speedup {m.score:.4f}x, bytes moved x{m.bytes_ratio:.3f} of the original.")
+            if m.bytes_ratio < 0.95 and m.score < 1.05:
+                lines.append("The interpreter's configs are small: the model's time for them is mostly the launch, so "
+                             "fewer bytes move its speedup estimate little; on a GPU's seen configs the bytes dominate.")
             lines.append(INTERPRETER_NOTE)
         return "\n".join(lines)
 
