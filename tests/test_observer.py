@@ -578,3 +578,4 @@ def test_a_run_ahead_that_died_after_preparing_does_not_refuse_an_honest_kernel(
     grade = g.grade(g.task.root, seed=1)
     assert grade.correct and grade.checks["observer"] == "passed" and len(fresh) == 1, (
         grade.score, grade.checks["observer"], g.session.observer_ahead, len(fresh))
+

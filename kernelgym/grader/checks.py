@@ -460,7 +460,8 @@ def cross_check(e: Evidence) -> str:
     return e.summary["speedup_cross_check"]
 
 
-@reports("observer_report_complete", "library_names_not_own", "observed_run_reads_sources_first")
+@reports("observer_report_complete", "library_names_not_own", "observed_run_reads_sources_first",
+         "early_observer_death_is_infra")
 def observer_guard(e: Evidence) -> str:
     return _observed(e) or IN_FORCE
 

@@ -601,6 +601,12 @@ DEFENCES: tuple[Defence, ...] = (
             "the observed run imports the editable files as read before any candidate code ran, from a directory of "
             "its own that no candidate sandbox binds writable",
             "kernelgym.grader.observing:Observing._observed_run", _a("rewrite_sources_before_observed_run"), "ci", "grading"),
+    Defence("early_observer_death_is_infra", "another env's kernel filling the GPU's memory while this grading's "
+            "observed run prepares, so that the run dies and the kernel is graded unobserved, or an honest one refused",
+            "an observed run that dies before it says it prepared ran no candidate code: the grading is an "
+            "infrastructure fault scoring 0 (retried or dropped), neither passed unobserved nor refused as the kernel's",
+            "kernelgym.grader.observing:Observing.observe", _a("gpu_memory_filled_beside_the_observed_run"), "ci",
+            "grading"),
 
     Defence("host_access_refused_in_source", "telling the observed run from the checked one (the file's path, the "
             "profiler's variables, the process's mapped libraries) to be honest only while observed; writing into "

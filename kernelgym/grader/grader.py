@@ -214,7 +214,8 @@ class Grader(Preparing, Observing):
                 remove_tree(directory)
         mean = statistics.fmean(speedups) if speedups else None
         geo = math.exp(statistics.fmean(math.log(s) for s in speedups)) if speedups else None
-        score = arena_score(bool(compile_stage.passed), bool(correct_stage.passed), mean)
+        score = (0.0 if session.fault == outcome.FAULT_INFRA  # the machine failed: nothing to score (retry or drop)
+                 else arena_score(bool(compile_stage.passed), bool(correct_stage.passed), mean))
         return Grade(task=self.task.env_id, hardware=self.hardware.id, interpreter=self.hardware.interpreter,
                      stages=[compile_stage, correct_stage, perf_stage], configs=rows, speedup=mean,
                      speedup_geomean=geo, score=score, elapsed_s=time.monotonic() - start, phases_s=phases,
@@ -286,10 +287,9 @@ class Grader(Preparing, Observing):
         return parse_check_result(check, n), (None if timed is None else parse_time_result(timed, n))
 
     def _run_harness(self, gdir: Path, seed: int) -> tuple[dict, dict | None]:
-        """Run harness.py on `gdir` through the runner chosen for this grading (runner.py): the warm worker's
-        `WarmRunner` when one is up, else a `FreshRunner`. Returns the raw (check result, timing result or None) as
-        the harness wrote them (untrusted; parsed by `_run_candidate`); failures are results, not raises. A fault
-        outside the kernel's gates (timeout, infrastructure) goes into the session, for the outcome."""
+        """Run harness.py on `gdir` through this grading's runner (runner.py): the warm worker's `WarmRunner` when one
+        is up, else a `FreshRunner`. Returns the raw (check, timing or None) results (untrusted; `_run_candidate` parses
+        them); failures are results, not raises. A fault outside the gates (timeout, infrastructure) goes to the session."""
         def fresh() -> FreshRunner:
             return FreshRunner(self._request(gdir, seed, self._timed),
                                make_sandbox(self.config.sandbox, gdir, readonly=[*HARNESS_FILES, *self._readonly()],

@@ -50,7 +50,13 @@ _UNITS_NS = {"nsecond": 1.0, "ns": 1.0, "usecond": 1e3, "us": 1e3, "msecond": 1e
 
 
 class ObserverError(RuntimeError):
-    """The profiler's report is missing, unreadable, or incomplete; the message says which."""
+    """The profiler's report is missing, unreadable, or incomplete; the message says which. `before_candidate`: the
+    observed run died before it said it had prepared (`protocol.PREPARED_MARKER`), so before any candidate code ran
+    in it: the machine failed (CUDA out of memory beside other envs), not the kernel."""
+
+    def __init__(self, message: str, before_candidate: bool = False):
+        super().__init__(message)
+        self.before_candidate = before_candidate
 
 
 @dataclass(frozen=True)

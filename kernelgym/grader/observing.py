@@ -23,6 +23,7 @@ from kernelgym.grader.observer import (Observation, ObserverError, cross_check, 
                                        parse_report, split)
 from kernelgym.grader.protocol import (CHECK_RESULT, OBSERVED_FINISHED_MARKER, OBSERVED_PREFIX, OUTPUTS,
                                        PREPARED_MARKER, REQUEST, Request, check_seed, parse_check_result)
+from kernelgym.grader.outcome import FAULT_INFRA
 from kernelgym.grader.session import GradingSession
 from kernelgym.grader.untrusted import UntrustedFileError, load_json_untrusted, read_untrusted
 from kernelgym.grader.worker import HARNESS, HARNESS_FILES
@@ -272,6 +273,10 @@ class Observing:
                 checks["observer"] = checks["speedup_cross_check"] = f"unavailable: {machine}"
                 v.correct_messages.append(f"outside observer unavailable: {machine}")
                 return v
+            if e.before_candidate:  # not passed unobserved either: another env's kernel could have caused it
+                session.fault = FAULT_INFRA
+                e = ObserverError(f"the observed run died before any candidate code ran (the machine's fault, an "
+                                  f"infrastructure fault: retry or drop this grading): {e}")
             checks["observer"] = checks["speedup_cross_check"] = f"failed: {e}"
             v.refused = True
             v.correct_messages.append(f"outside observer: {e}")
@@ -547,6 +552,7 @@ class Observing:
         """
         if timed_out:
             raise ObserverError(f"the observed run passed the {self.timeout_s:.0f} s limit")
+        early = PREPARED_MARKER not in output  # it died preparing: no candidate code ran in it
         try:
             check = parse_check_result(load_json_untrusted(results / (OBSERVED_PREFIX + CHECK_RESULT)),
                                        len(self.configs))
@@ -556,9 +562,9 @@ class Observing:
                 kernels = parse_report(read_untrusted(results / "ncu.csv", 64 << 20).decode(errors="replace"))
         except UntrustedFileError as e:
             raise ObserverError(f"the observed run left no result ({e}); exit code {code}:\n"
-                                f"{output[-1500:]}") from None
+                                f"{output[-1500:]}", before_candidate=early) from None
         if code != 0:
-            raise ObserverError(f"the profiler exited with code {code}:\n{output[-1500:]}")
+            raise ObserverError(f"the profiler exited with code {code}:\n{output[-1500:]}", before_candidate=early)
         if not check.ok or len(check.configs) != len(self.configs) or not all(c.ok for c in check.configs):
             errors = [c.error for c in check.configs if not c.ok] or [check.error]
             raise ObserverError(f"the check failed in the observed run: {str(errors[0])[-1500:]}")

@@ -23,8 +23,9 @@ FASTER = "faster"
 POLICY_ERROR = "policy_error"
 
 OUTCOMES: dict[str, str] = {
-    INFRA_FAULT: "the machine, not the kernel, failed: the sandbox could not start, or the grading process died "
-                 "before any candidate code ran (score 0, but not the kernel's fault: retry or drop it)",
+    INFRA_FAULT: "the machine, not the kernel, failed: the sandbox could not start, or the grading process or the "
+                 "observed run died before any candidate code ran in it (CUDA out of memory beside other envs, say) "
+                 "(score 0, but not the kernel's fault: retry or drop it)",
     TIMEOUT: "the candidate's process ran past the grading time limit and was killed",
     COMPILE_ERROR: "the editable files, the build, the import or a kernel's first compile failed",
     PROVENANCE_REFUSED: "a provenance defence refused the kernel (static check, dynamic check or outside observer): "
