@@ -522,7 +522,7 @@ class Observing:
                                       f"used: go to {'finished' if finished else 'exit'} {time.monotonic() - went:.2f} s")
         self._observed_outputs = results / (OBSERVED_PREFIX + OUTPUTS)
         session.observer_log = output[-4000:]  # the observed run's harness log (phases), for diagnosis
-        return self._read_observation(results, timed_out, code, output)
+        return self._read_observation(results, timed_out, code, output, prepared=ahead is not None)
 
     def _wait_observed(self, ahead: "_ObservedRun", cancelled: threading.Event | None = None) -> bool:
         """Wait for the observed run started ahead to exit or, under the kernel tracer, to say it has finished
@@ -544,15 +544,18 @@ class Observing:
             time.sleep(0.005)
         return False
 
-    def _read_observation(self, results: Path, timed_out: bool, code: int, output: str) -> Observation:
+    def _read_observation(self, results: Path, timed_out: bool, code: int, output: str,
+                          prepared: bool = False) -> Observation:
         """The observed run's result and the profiler's report in `results`, read once its sandbox is gone.
+        `prepared`: it said it had prepared before "go" (a run started ahead: its output is only the last lines,
+        which the candidate can fill); else its output's head tells (a fresh run's first bytes are the harness's).
 
         Raises:
             ObserverError: the run timed out or failed, or its report is missing or incomplete.
         """
         if timed_out:
             raise ObserverError(f"the observed run passed the {self.timeout_s:.0f} s limit")
-        early = PREPARED_MARKER not in output  # it died preparing: no candidate code ran in it
+        early = not prepared and PREPARED_MARKER not in output  # it died preparing: no candidate code ran in it
         try:
             check = parse_check_result(load_json_untrusted(results / (OBSERVED_PREFIX + CHECK_RESULT)),
                                        len(self.configs))

@@ -43,3 +43,17 @@ def test_an_observed_run_that_dies_before_any_candidate_code_is_an_infra_fault(f
     else:
         assert grade.outcome == "infra_fault" and grade.score == 0.0
         assert grade.checks["observer"].startswith("failed: the observed run died before any candidate code ran")
+
+
+@pytest.mark.parametrize("prepared, output, infra", [
+    (False, "torch.OutOfMemoryError: CUDA out of memory.\n", True),   # a fresh run that died preparing
+    (True, "flood\n" * 400, False),   # a run ahead seen prepared before go, whose last lines the candidate filled
+])
+def test_only_a_run_not_seen_prepared_is_the_machines_fault(fake_grader, tmp_path, prepared, output, infra):
+    """A run started ahead keeps only its last lines: a candidate that floods them after "go" and then crashes must
+    not pass for a run that died preparing. Such a run was seen prepared before "go" (`_prepared`), which decides."""
+    from kernelgym.grader.observer import ObserverError
+    g = fake_grader([(0.05, 0.05)] * N)
+    with pytest.raises(ObserverError) as e:
+        g._read_observation(tmp_path, False, 1, output, prepared=prepared)
+    assert e.value.before_candidate is infra

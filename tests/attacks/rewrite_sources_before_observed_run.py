@@ -37,7 +37,7 @@ def test_observed_run_imports_the_sources_read_before_the_candidate_ran(fake_gra
     monkeypatch.setattr(g, "baseline_observation", lambda: honest)
     monkeypatch.setattr(grader_module, "find_ncu", lambda: "/usr/bin/true")
     monkeypatch.setattr(grader_module, "make_sandbox", lambda *a, **k: Sandbox())
-    monkeypatch.setattr(g, "_read_observation", lambda *a: honest)
+    monkeypatch.setattr(g, "_read_observation", lambda *a, **k: honest)
     real = g._run_harness
 
     def checked_then_rewritten(gdir, seed):

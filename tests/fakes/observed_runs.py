@@ -53,7 +53,7 @@ def fake_fresh_runs(g, monkeypatch, seconds, observed):
             _time.sleep(seconds)
             return SimpleNamespace(timed_out=False, returncode=0, output="")
 
-    def read(results, timed_out, code, output):
+    def read(results, timed_out, code, output, prepared=False):
         if timed_out or code != 0:
             raise ObserverError(f"the profiler exited with code {code}")
         g._observed_outputs = g.session.gdir / OUTPUTS  # the checked outputs stand for the observed ones
