@@ -15,6 +15,8 @@
 #     bash benchmarks/gpu_issue24.sh session6    # A/B: this tree against .baseline-tree, rmsnorm at 1 and 8 (5 min)
 #     bash benchmarks/gpu_issue24.sh session7    # A/B: this tree against .baseline-tree, rmsnorm at 1 and 8 (5 min)
 #     bash benchmarks/gpu_issue24.sh session7-matmul  # matmul at 8 envs (4.5 min)
+#     bash benchmarks/gpu_issue24.sh session8    # A/B: the traced checked run against .baseline-tree, then every baseline (9 min)
+#     bash benchmarks/gpu_issue24.sh session8-matmul  # matmul at 8 envs, traced checked runs (4.5 min)
 #     bash benchmarks/gpu_issue24.sh baselines-parallel [--references-on-gpu]  # the 24 Triton baselines, 4 at once (5 min)
 # COMMIT=<hash> names the commit measured in machine.txt (the device's copy of .git is not the checkout's).
 # Copy $OUT into benchmarks/results/ with the machine and date.
@@ -34,6 +36,20 @@ ab_rmsnorm() {
                 | grep -v "^\s*$" | cut -c1-400)
         done
     done
+}
+baselines_parallel() {
+    # Every Triton baseline graded once quiet and once observed (220 +- 1%), the 24 tasks in 4 processes at once
+    # (round-robin by name), merged into one table (about 4-5 min).
+    names=$(python3 -c "from kernelgym.discovery import discover_tasks; print(' '.join(n for n, t in sorted(discover_tasks().items()) if t.spec.language == 'triton'))")
+    for k in 0 1 2 3; do
+        group=$(echo $names | tr ' ' '\n' | awk -v k=$k 'NR % 4 == k' | paste -sd, -)
+        budget=${BASELINES_BUDGET_S:-290}
+        timeout $((budget + 40)) python3 benchmarks/task_suite.py --only "$group" --n 1 --observed 1 --fast-n 0 --no-unseen \
+            --budget-s $budget --out "$OUT/baselines_$k.json" "${@:2}" > "$OUT/baselines_$k.log" 2>&1 &
+    done
+    wait
+    python3 benchmarks/task_suite.py --merge "$OUT"/baselines_[0-3].json --out "$OUT/baselines.json" > "$OUT/baselines.md" 2>&1
+    cat "$OUT/baselines.md" | head -40
 }
 case "$1" in
 breakdown)
@@ -101,6 +117,19 @@ session7)
     # (about 5 min).
     ab_rmsnorm s7
     ;;
+session8)
+    # A/B in one call: this tree (under the tracer the checked run traces itself: no observed run apart, one
+    # process and one CUDA context less per grading) against .baseline-tree (`git archive 05506b4 kernelgym tasks
+    # policies hardware benchmarks/throughput.py pyproject.toml`, carried), rmsnorm at 1 and 8 envs, alternating,
+    # each side with a grading cache of its own (about 3.5 min); then every Triton baseline graded once quiet and once
+    # observed, now traced in its checked run, 4 at once (220 +- 1%; about 5 min).
+    ab_rmsnorm s8
+    BASELINES_BUDGET_S=250 baselines_parallel
+    ;;
+session8-matmul)
+    # matmul at 8 envs, whose observed runs apart ran the 80 GB H100 out of memory (2026-12-07), now without them.
+    tp 270 triton-matmul 8 140 s8_matmul_n8.json
+    ;;
 session7-matmul)
     # matmul at 8 envs, whose gradings waited a median 26.8 s for the observed run ahead to prepare on the H200
     # (2026-12-04), a wait the tracer no longer has (about 4.5 min).
@@ -113,17 +142,7 @@ session4b-matmul)
     tp 210 triton-matmul 8 140 s4_matmul_n8_refgpu.json --references-on-gpu
     ;;
 baselines-parallel)
-    # Every Triton baseline graded once quiet and once observed (220 +- 1%), the 24 tasks in 4 processes at once
-    # (round-robin by name), merged into one table (about 4-5 min).
-    names=$(python3 -c "from kernelgym.discovery import discover_tasks; print(' '.join(n for n, t in sorted(discover_tasks().items()) if t.spec.language == 'triton'))")
-    for k in 0 1 2 3; do
-        group=$(echo $names | tr ' ' '\n' | awk -v k=$k 'NR % 4 == k' | paste -sd, -)
-        timeout 330 python3 benchmarks/task_suite.py --only "$group" --n 1 --observed 1 --fast-n 0 --no-unseen \
-            --budget-s 290 --out "$OUT/baselines_$k.json" "${@:2}" > "$OUT/baselines_$k.log" 2>&1 &
-    done
-    wait
-    python3 benchmarks/task_suite.py --merge "$OUT"/baselines_[0-3].json --out "$OUT/baselines.json" > "$OUT/baselines.md" 2>&1
-    cat "$OUT/baselines.md" | head -40
+    baselines_parallel "$@"
     ;;
 baselines)
     timeout 250 python3 benchmarks/task_suite.py --n 1 --observed 1 --fast-n 0 --no-unseen --budget-s 240 --out "$OUT/baselines.json" > "$OUT/baselines.log" 2>&1

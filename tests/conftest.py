@@ -3,6 +3,7 @@ on the CPU interpreter, an env, a sandbox, a grader whose harness results are fa
 stand-ins for the GPU: a simulated device for the timing loop (`sim_device`) and fake CUDA streams, graphs and
 events for `harness.Timed` (`fake_cuda`)."""
 import contextlib
+import dataclasses
 import os
 import shutil
 from pathlib import Path
@@ -322,15 +323,20 @@ def observation():
 
 @pytest.fixture
 def observed_grader(fake_grader, monkeypatch):
-    """observed_grader(times, candidate, baseline, **fake_grader_kwargs) -> a `fake_grader` on which the outside
-    observer 'ran': `candidate` (the candidate's observed run) and `baseline` (the baseline's) are Observations, or
+    """observed_grader(times, candidate, baseline, traced=False, **fake_grader_kwargs) -> a `fake_grader` on which the
+    outside observer 'ran' (`traced`: in the grading's own checked run): `candidate` (the candidate's observed run) and `baseline` (the baseline's) are Observations, or
     exceptions to raise (an `observer.ObserverError`). The observed outputs are the checked ones. The grader's
     verdicts on what the observer saw are real."""
     from kernelgym.grader.protocol import OUTPUTS
 
-    def make(times, candidate, baseline, **kwargs):
+    def make(times, candidate, baseline, traced=False, **kwargs):
         g = fake_grader(times, **kwargs)
         monkeypatch.setattr(g, "observer_unavailable", lambda: None)
+        # traced: the grading's own checked run is the observed one (its trace 'read'); else a run of its own.
+        g.config = dataclasses.replace(g.config, observe_in_checked_run=traced)
+        if traced:
+            monkeypatch.setattr(g, "observer_tool", lambda: "tracer")
+            monkeypatch.setattr(g, "_tracer_library", Path("/nonexistent/libkernelgym_trace.so"), raising=False)
 
         def observed_run(session, sources, started=None):
             g.observed_sources = dict(sources)
@@ -344,6 +350,8 @@ def observed_grader(fake_grader, monkeypatch):
                 raise baseline
             return baseline
         monkeypatch.setattr(g, "_observed_run", observed_run)
+        monkeypatch.setattr(g, "_traced_observation",
+                            lambda session: observed_run(session, {}) if session.traced else pytest.fail("not traced"))
         monkeypatch.setattr(g, "baseline_observation", baseline_observation)
         return g
     return make

@@ -12,6 +12,7 @@ import yaml
 
 from kernelgym.discovery import get_task
 from kernelgym.grader import Grader, GraderConfig
+from kernelgym.grader import checks as grade_checks
 from kernelgym.grader.protocol import ALLOWED_TORCH_OPS, ProtocolError, Request
 from kernelgym.hardware import detect_profile
 from kernelgym.task import load_task
@@ -80,7 +81,7 @@ def test_where_the_observer_runs_the_check_is_off_and_says_why(monkeypatch):
     monkeypatch.setattr(grader, "observer_unavailable", lambda: None)
     assert grader._request(grader.work_dir / "g", 1, timed=False).dynamic_check is False
     monkeypatch.setattr(grader, "session", type("S", (), {"gdir": grader.work_dir / "g"})())
-    assert grader._checks_planned([])["dynamic_check"].startswith("off: the outside observer")
+    assert grade_checks.planned(grader, [], True)["dynamic_check"].startswith("off: the outside observer")
 
 
 def test_the_allowed_list_is_allocation_views_copies_and_fills():

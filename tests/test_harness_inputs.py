@@ -52,7 +52,7 @@ def test_seeded_inputs_are_the_builders_own_for_each_seed(observe, timed):
     task = get_task("triton-rmsnorm")
     configs = task.spec.interpreter_configs
     req = SimpleNamespace(input_builder=task.spec.input_builder, builder_directory=str(task.root), mode="grade",
-                          configs=configs, seed=1234, observe=observe,
+                          configs=configs, seed=1234, observe=observe, marked=observe,
                           baseline_directory=str(task.root) if timed else None)
     got = harness.in_forked_child(lambda: harness.seeded_inputs(req))
     builder = harness.load(req.input_builder, req.builder_directory, "kernelgym_inputs_test")

@@ -208,7 +208,7 @@ def test_observed_run_starts_ahead_only_after_the_baseline_and_is_killed_when_gi
         proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"], start_new_session=True)
         return _ObservedRun(proc, gdir, gdir, gdir, [])
     monkeypatch.setattr(g, "_start_observed_run", start)
-    session = SimpleNamespace(gdir=g.work_dir, seed=1)
+    session = SimpleNamespace(gdir=g.work_dir, seed=1, traced=False)
     g._ahead_token = token = object()
     g._prepare_observer(session, True, token)
     assert order == ["baseline", "ahead"] and g._observing is not None

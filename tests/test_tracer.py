@@ -91,7 +91,7 @@ def test_the_tracer_builds_once_and_exports_its_entry_points(tmp_path, monkeypat
     library = tracer.build()
     assert library.is_relative_to(tmp_path) and tracer.build() == library  # cached by source and toolchain
     symbols = subprocess.run(["nm", "-D", "--defined-only", str(library)], capture_output=True, text=True).stdout
-    assert "InitializeInjection" in symbols and "kernelgym_trace_flush" in symbols
+    assert "InitializeInjection" in symbols and "kernelgym_trace_flush" in symbols and "kernelgym_trace_enable" in symbols
 
 
 def test_a_broken_toolchain_is_an_observer_error(tmp_path, monkeypatch):

@@ -254,10 +254,6 @@ class Grader(Preparing, Observing):
         observer on this machine."""
         return self.config.dynamic_check and self.observer_unavailable() is not None
 
-    def _checks_planned(self, provenance: list[str], static_ran: bool = True) -> dict[str, str]:
-        """The grade's summary ``checks`` before the gates run (checks.planned)."""
-        return grade_checks.planned(self, provenance, static_ran)
-
     def _run_candidate(self, session: GradingSession, problems: list[str]) -> tuple[CheckResult, TimeResult | None]:
         """Build (compiled languages), then run the harness on the session's directory, comparing outputs as they
         appear where `early_compare` is on. Returns the parsed (check, timing) results."""
@@ -369,14 +365,16 @@ class Grader(Preparing, Observing):
                        allowed_torch_ops=list(spec.allowed_torch_ops),
                        backend_file=str(self._backend_file) if self._backend_file is not None else None,
                        gpu_lock=str(self._gpu_lock) if self._gpu_lock else None, gpu_wait_s=self.config.gpu_wait_s,
+                       traced=self.traces_checked_run, observer_tool="tracer" if self.traces_checked_run else "ncu",
                        **build_dirs)
 
     def _readonly(self) -> list[Path]:
         """Paths the candidate's sandbox sees read-only besides `HARNESS_FILES`: the pristine baseline, and (compiled
-        languages, where the baseline is timed) the baseline's build, which only the trusted build step wrote."""
+        languages, where the baseline is timed) the baseline's build, which only the trusted build step wrote; a traced
+        checked run's tracer."""
         return [self.baseline_dir, *([self._baseline_built()] if self.backend.BUILDS and self._timed else []),
                 *([self._backend_file] if self._backend_file is not None else []),
-                *([self._gpu_lock] if self._gpu_lock else [])]
+                *([self._gpu_lock] if self._gpu_lock else []), *self._tracer_readonly()]
 
     @functools.cached_property
     def _gpu_lock(self) -> Path | None:
@@ -387,12 +385,12 @@ class Grader(Preparing, Observing):
     def _harness_env(self, directory: Path | None = None) -> dict[str, str]:
         """The harness's environment: the interpreter's variables on the CPU; on a GPU, with `directory`, the
         backend's kernel cache in it (``KERNEL_CACHE_DIR``), where the observed run finds what the checked run
-        compiled."""
+        compiled, and a traced checked run's tracer writing its trace there."""
         if self.hardware.interpreter:
             return dict(self.backend.INTERPRETER_ENV or {})
         # Each harness's CPU work (building inputs) is small beside its GPU work; without a cap, torch starts a
         # thread per core in each of N envs' 2-3 processes, which oversubscribes the host's cores N-fold.
-        env = {"OMP_NUM_THREADS": str(self.config.harness_cpu_threads)}
+        env = {"OMP_NUM_THREADS": str(self.config.harness_cpu_threads), **self._tracer_env(directory)}
         cache_dir, cache_env = self.backend.KERNEL_CACHE_DIR, self.backend.KERNEL_CACHE_ENV
         if directory is not None and cache_dir is not None and cache_env is not None:
             env[cache_env] = str(directory / cache_dir)

@@ -251,24 +251,40 @@ def check(req, fn, inputs, backend, warmup_inputs=()):
     and computes with PyTorch still passes that check; with `req.dynamic_check`, each call runs inside the harness's
     `OpRecorder` (`recorded_call`), and a config fails where PyTorch computed anything beyond allocation, views,
     copies and fills (`protocol.ALLOWED_TORCH_OPS`, with the task's `allowed_torch_ops`)."""
-    outputs, configs = {}, []
     allowed = protocol.ALLOWED_TORCH_OPS | frozenset(req.allowed_torch_ops)
     counter = (backend.LaunchCounter(req.directory) if req.require_own_launch and backend.LaunchCounter is not None
                else None)
     counting = counter is not None and counter.installed
-    if req.observe:
+    if req.marked:
         _warm_up_all(fn, warmup_inputs)
+    # Under an observer the checked calls hold the GPU's schedule (their device times are judged), not the warm-up
+    # calls before them, where a traced run compiles the candidate's kernels.
+    with gpu_turn(req) if req.marked else contextlib.nullcontext() as turn:
+        configs, outputs, failed = _checked_calls(req, fn, inputs, backend, counter if counting else None, allowed)
+    if failed is not None:
+        return failed
+    _save(outputs, req.outputs_path)
+    res = {"stage": "check", "ok": True, "error": None, "configs": configs}
+    if turn is not None:
+        res["gpu_turn"] = turn
+    return res
+
+
+def _checked_calls(req, fn, inputs, backend, counter, allowed):
+    """`check`'s calls, one per config: (config entries, outputs by `protocol.output_key`, None), or a compile
+    failure's result dict in place of None."""
+    outputs, configs = {}, []
     for i, (cfg, args) in enumerate(zip(req.configs, inputs)):
         entry = {"config": cfg, "ok": True, "error": None}
-        if req.observe and i:
+        if req.marked and i:
             _marker()  # between two checked calls, whatever happened in the first
         try:
             if isinstance(args, str):
                 raise RuntimeError("the task's input builder failed: " + args)
-            if counting:
+            if counter is not None:
                 counter.reset()
             ret = recorded_call(fn, args, allowed) if req.dynamic_check else fn(*args)
-            if counting and counter.count == 0:
+            if counter is not None and counter.count == 0:
                 raise LaunchMissing(f"no {counter.what} from the candidate's files was launched: the output was "
                                     "computed some other way (a PyTorch fallback?)")
             if req.device != "cpu":
@@ -277,15 +293,14 @@ def check(req, fn, inputs, backend, warmup_inputs=()):
                 outputs[protocol.output_key(i, slot.name)] = out.detach().to("cpu", copy=True)
         except Exception as exc:  # noqa: BLE001 - a failing kernel is data
             if backend.is_compile_error(exc) and not isinstance(exc, ProvenanceError):
-                return {"stage": "compile", "ok": False, "error": tb(), "configs": configs}
+                return configs, outputs, {"stage": "compile", "ok": False, "error": tb(), "configs": configs}
             entry.update(ok=False, error=tb(8), dynamic_check_failed=isinstance(exc, ProvenanceError),
                          launch_missing=isinstance(exc, LaunchMissing))
         configs.append(entry)
-    if req.observe:
+    if req.marked:
         _marker()
         _flush_trace()
-    _save(outputs, req.outputs_path)
-    return {"stage": "check", "ok": True, "error": None, "configs": configs}
+    return configs, outputs, None
 
 
 def _warm_up_all(fn, inputs):
@@ -303,9 +318,9 @@ def _warm_up_all(fn, inputs):
     _marker()
 
 
-_observed = {"flush": None, "trace": None}
-"""An observed run under the kernel tracer (`Request.observer_tool` ``tracer``): the buffer read to flush the caches
-before each marker but the first, and the tracer's flush function."""
+_observed = {"flush": None, "trace": None, "enable": None}
+"""A run under the kernel tracer (`Request.observer_tool` ``tracer``, observed or traced): the buffer read to flush the
+caches before each marker but the first, and the tracer's flush and start/stop functions."""
 
 
 def _marker(first=False):
@@ -314,6 +329,8 @@ def _marker(first=False):
     `first` follows a read of the flush buffer (one reduction kernel, which the parent drops from the list), so each
     checked call starts with caches as cold as Nsight Compute's cache control leaves them."""
     _synchronize()
+    if first and _observed["enable"] is not None:
+        _observed["enable"](1)  # a traced run records from here (tracer.env: deferred)
     if not first and _observed["flush"] is not None:
         _sum(_observed["flush"])
         _synchronize()
@@ -573,12 +590,17 @@ def prepare(req, inputs=None):
     check_inputs = _moved(inputs["check"], req.device)
     warmup_inputs = _moved(inputs["warmup"], req.device)
     if req.device != "cpu":
-        if req.observe:  # the profiler's first kernel costs about 0.6 s: paid here, before an observed run's "go"
+        if req.marked and req.observer_tool == "tracer":
+            _observed["trace"], _observed["enable"] = _tracer_function("flush"), _tracer_function("enable")
+            if _observed["enable"] is not None:
+                _observed["enable"](1)  # its first kernel (below) traced: CUPTI's own start is paid here
+        if req.marked:  # the profiler's first kernel costs about 0.6 s: paid here, before an observed run's "go"
             _fill(torch.empty(1, device=req.device), 0.0)
-        if req.observe and req.observer_tool == "tracer":
+        if req.marked and req.observer_tool == "tracer":
             _observed["flush"] = torch.ones(max(req.flush_bytes, 4) // 4, dtype=torch.float32, device=req.device)
-            _observed["trace"] = _tracer_flush_function()
         _synchronize()
+        if req.traced and _observed["enable"] is not None:
+            _observed["enable"](0)  # the baseline's preparation is not traced: its graphs are captured unobserved
     state = Prepared(backend, check_inputs, warmup_inputs=warmup_inputs, verify_inputs=inputs["verify"])
     t = _phase("prepare.device", t)  # the inputs moved to the device (CUDA started beside their build: main)
     if req.mode in ("grade", "time") and req.baseline_directory:
@@ -588,19 +610,22 @@ def prepare(req, inputs=None):
     return state
 
 
-def _tracer_flush_function():
-    """The kernel tracer's ``kernelgym_trace_flush`` (tracer.py), bound before any candidate code runs; None where
-    the tracer is not loaded (the parent then finds no trace and fails the observation)."""
+def _tracer_function(name):
+    """The kernel tracer's ``kernelgym_trace_<name>`` (tracer.py: ``flush``, ``enable``), bound before any candidate
+    code runs; None where the tracer is not loaded (the parent then finds no trace and fails the observation)."""
     library = os.environ.get("CUDA_INJECTION64_PATH")
     if not library:
         return None
     import ctypes
     try:
-        flush = ctypes.CDLL(library).kernelgym_trace_flush
+        function = getattr(ctypes.CDLL(library), f"kernelgym_trace_{name}")
     except (OSError, AttributeError):
         return None
-    flush.restype = ctypes.c_ulonglong
-    return flush
+    if name == "flush":
+        function.restype = ctypes.c_ulonglong
+    else:
+        function.argtypes, function.restype = [ctypes.c_int], ctypes.c_int
+    return function
 
 
 def seeded_inputs(req):
@@ -622,7 +647,7 @@ def seeded_inputs(req):
 
 def input_set_builds(req):
     """The input sets `req` needs, in order, each as a function that builds it (`seeded_inputs`): ``{"check":
-    build, "warmup": build (observed only), "verify": build (timed only)}``.
+    build, "warmup": build (observed or traced only), "verify": build (timed only)}``.
 
     Raises:
         whatever loading the input builder raises."""
@@ -631,7 +656,7 @@ def input_set_builds(req):
     configs = req.configs[:1] if req.mode == "compile" else req.configs
     timed = req.mode in ("grade", "time") and bool(req.baseline_directory)
     sets = {"check": (configs, protocol.check_seed)}
-    if req.observe:
+    if req.marked:
         sets["warmup"] = (configs, protocol.warmup_seed)
     if timed:
         sets["verify"] = (req.configs, protocol.verify_seed)
@@ -1013,8 +1038,9 @@ def finish(req, state):
     (see the module docstring). Modes: ``check`` (outputs on every config), ``compile`` (import and one config),
     ``grade`` (check, then timing when a baseline is given), ``time`` (timing only)."""
     t = time.monotonic()
-    if req.observe:
+    if req.marked:
         _marker(first=True)  # every kernel after this one ran with the candidate's code loaded
+        t = _phase("marker.first", t)
     try:
         sys.path.insert(0, req.directory)  # the candidate may import its own helper files
         fn = load_entry(req, state.backend, req.directory, "kernelgym_candidate", req.build_directory)
@@ -1026,12 +1052,7 @@ def finish(req, state):
         return
     t = _phase("import", t)
     if req.mode != "time":
-        # An observed run holds the GPU's schedule while its calls run under the profiler; a checked run's calls need
-        # no turn (nothing is timed in them).
-        with gpu_turn(req) if req.observe else contextlib.nullcontext() as turn:
-            res = check(req, fn, state.check_inputs, state.backend, state.warmup_inputs)
-        if turn is not None:
-            res["gpu_turn"] = turn
+        res = check(req, fn, state.check_inputs, state.backend, state.warmup_inputs)
         _write(req.result, res)
         t = _phase("check", t)
         if res["stage"] == "compile" or not all(c["ok"] for c in res["configs"]):

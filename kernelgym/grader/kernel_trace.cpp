@@ -9,7 +9,10 @@
 //     end <records> <dropped>
 //
 // The "end" line is written by kernelgym_trace_flush() (the harness calls it after its last marker) or at exit; a
-// file without it is incomplete. Each process writes its own file, so work in a second process shows as a second
+// file without it is incomplete, and nothing after it is recorded. With KERNELGYM_TRACE_DEFERRED=1 (a grading's own
+// checked run, traced: observer.py) recording starts stopped, and the harness starts it with
+// kernelgym_trace_enable(1) at its first marker: the baseline's preparation before it and the timed runs after the
+// end line run untraced, so neither kind of kernel is serialized or instrumented where it is timed. Each process writes its own file, so work in a second process shows as a second
 // file; a process that cannot create its file exits before any kernel. Sources: CUPTI documentation (Activity API, "CUPTI injection"), NVIDIA's cupti_trace_injection sample.
 #include <cupti.h>
 #include <cxxabi.h>
@@ -57,7 +60,7 @@ void CUPTIAPI buffer_completed(CUcontext, uint32_t, uint8_t *buffer, size_t, siz
   {
     std::lock_guard<std::mutex> guard(g_lock);
     CUpti_Activity *record = nullptr;
-    while (g_out && cuptiActivityGetNextRecord(buffer, valid, &record) == CUPTI_SUCCESS) {
+    while (g_out && !g_ended && cuptiActivityGetNextRecord(buffer, valid, &record) == CUPTI_SUCCESS) {
       if (record->kind == CUPTI_ACTIVITY_KIND_KERNEL || record->kind == CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL)
         write_kernel(reinterpret_cast<const KG_KERNEL_RECORD *>(record));
     }
@@ -73,6 +76,8 @@ extern "C" {
 unsigned long long kernelgym_trace_flush(void) {
   if (!g_out) return 0;
   cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
+  cuptiActivityDisable(CUPTI_ACTIVITY_KIND_KERNEL);  // what runs after the end line (timed runs) is not recorded
+  cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
   size_t dropped = 0;
   if (cuptiActivityGetNumDroppedRecords(nullptr, 0, &dropped) == CUPTI_SUCCESS) g_dropped += dropped;
   std::lock_guard<std::mutex> guard(g_lock);
@@ -81,6 +86,13 @@ unsigned long long kernelgym_trace_flush(void) {
     fflush(g_out);
   }
   return g_records.load();
+}
+
+// Start (on != 0) or stop recording kernels; nothing once the end line is written. Returns 1 where CUPTI agreed.
+int kernelgym_trace_enable(int on) {
+  if (!g_out || g_ended) return 0;
+  CUptiResult r = on ? cuptiActivityEnable(CUPTI_ACTIVITY_KIND_KERNEL) : cuptiActivityDisable(CUPTI_ACTIVITY_KIND_KERNEL);
+  return r == CUPTI_SUCCESS;
 }
 
 static void at_exit(void) { kernelgym_trace_flush(); }
@@ -103,8 +115,10 @@ int InitializeInjection(void) {
   }
   fprintf(g_out, "kernelgym-trace 1 %d\n", (int)getpid());
   fflush(g_out);
+  const char *deferred = getenv("KERNELGYM_TRACE_DEFERRED");
+  bool start_now = !(deferred && strcmp(deferred, "1") == 0);
   if (cuptiActivityRegisterCallbacks(buffer_requested, buffer_completed) != CUPTI_SUCCESS ||
-      cuptiActivityEnable(CUPTI_ACTIVITY_KIND_KERNEL) != CUPTI_SUCCESS) {
+      (start_now && cuptiActivityEnable(CUPTI_ACTIVITY_KIND_KERNEL) != CUPTI_SUCCESS)) {
     fprintf(g_out, "error: CUPTI could not be enabled\n");
     fflush(g_out);
     return 0;

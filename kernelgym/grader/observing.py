@@ -144,6 +144,27 @@ class Observing:
                 self._tool = "; ".join(why)
         return self._tool
 
+    @property
+    def traces_checked_run(self) -> bool:
+        """Whether each grading's own checked run is its observed run (`GraderConfig.observe_in_checked_run`): under
+        the kernel tracer, on a GPU, with every grading observed. Its checked calls are then traced as an observed
+        run's are (warm-up calls, markers, the flush buffer) and its timed runs follow untraced: no second process
+        imports, prepares and runs the kernel. Not under ncu, which flushes the caches and serializes every kernel
+        (the timed runs would be timed under it), and not where `observe_fraction` samples: a checked run that knew
+        it was unobserved could cheat there unseen, while a sampled run of its own leaves the checked run unaware."""
+        return (self.config.observe_in_checked_run and self.config.observe_fraction >= 1
+                and not self.hardware.interpreter and self.observer_unavailable() is None
+                and self.observer_tool() == "tracer")
+
+    def _tracer_readonly(self) -> list[Path]:
+        """What a traced checked run's sandbox binds read-only for the tracer: its library (none otherwise)."""
+        return [self._tracer_library] if self.traces_checked_run else []
+
+    def _tracer_env(self, directory: Path | None) -> dict[str, str]:
+        """A traced checked run's tracer variables (`tracer.env`, deferred: recording starts at the harness's first
+        marker), its trace written into the grading directory `directory`; none otherwise."""
+        return tracer.env(self._tracer_library, directory, deferred=True) if directory and self.traces_checked_run else {}
+
     def _observer_name(self) -> str:
         return "the CUPTI kernel tracer" if self._tool == "tracer" else "Nsight Compute"
 
@@ -156,7 +177,7 @@ class Observing:
             self.baseline_observation()
         except ObserverError:
             pass  # said in the grade, where it matters
-        if not observed:
+        if not observed or session.traced:  # traced: the checked run observes itself
             if spawned is not None:
                 kill_group(spawned.proc)
             return
@@ -226,7 +247,8 @@ class Observing:
         refused the kernel), the grading is not observed (`checks`' ``observer`` is not pending) or its disk check
         failed: a refused kernel's files are never copied for an observation. Returns None then, and where no run
         waits ahead (`observe` runs a fresh one itself, at the end, where it is needed)."""
-        if not passed_so_far or checks.get("observer") != "pending" or checks.get("disk", "").startswith("failed"):
+        if (not passed_so_far or checks.get("observer") != "pending" or checks.get("disk", "").startswith("failed")
+                or session.traced):
             return None
         if self.observer_unavailable() is not None:
             return None
@@ -264,7 +286,9 @@ class Observing:
         own = self.backend.own_kernel_names(sources)
         try:
             observation = started.result() if started is not None else None
-            if observation is None:  # not started beside the comparisons, or its run ahead could not serve
+            if session.traced:
+                observation = self._traced_observation(session)
+            elif observation is None:  # not started beside the comparisons, or its run ahead could not serve
                 observation = self._observed_run(session, sources)
         except ObserverError as e:
             try:  # where the pristine baseline cannot be observed either, the machine is at fault, not the kernel
@@ -284,7 +308,9 @@ class Observing:
         failed = []
         bare = self.backend.BARE_KERNEL_NAMES
         for i, (row, foreign) in enumerate(zip(rows, foreign_kernels(observation, own, bare))):
-            ok, msg, _ = session.compared(self._observed_outputs, i, check_seed(session.seed, i))
+            # A traced checked run's outputs are the checked ones, compared already.
+            ok, msg, _ = (True, "", None) if session.traced else session.compared(self._observed_outputs, i,
+                                                                                 check_seed(session.seed, i))
             if foreign:
                 row.update(correct=False, error=f"provenance: kernels that are not the candidate's own ran: "
                                                 f"{', '.join(k[:120] for k in foreign[:5])}")
@@ -324,6 +350,18 @@ class Observing:
             return v.stands(None)
         checks["speedup_cross_check"] = "passed"
         return v
+
+    def _traced_observation(self, session: GradingSession) -> Observation:
+        """What the kernel tracer saw of the grading's own checked run (`traces_checked_run`): its trace in the grading
+        directory, cut at the harness's markers. Read once the run's process is gone.
+
+        Raises:
+            ObserverError: no trace, or traces of more than one process; an incomplete or damaged one, or markers
+                missing (`tracer.parse_trace`, `observer.split`).
+        """
+        kernels = tracer.parse_trace(session.gdir, lambda path: read_untrusted(path, MAX_TRACE_BYTES))
+        session.observer_ahead = "traced in the checked run"
+        return split(kernels, len(self.configs), flushed=True)
 
     def baseline_observation(self) -> Observation:
         """The pristine baseline's observed run on this grader's configs (its device times per config), made once
@@ -396,7 +434,7 @@ class Observing:
 
     def _observer_request(self, directory: Path, build: Path | None, seed: int, results: Path) -> Request:
         """The request of an observed run of the code in `directory` (its build in `build`) writing to `results`."""
-        return dataclasses.replace(self._request(directory, seed, timed=False), mode="check", observe=True,
+        return dataclasses.replace(self._request(directory, seed, timed=False), mode="check", observe=True, traced=False,
                                    observer_tool=self.observer_tool(), results_directory=str(results),
                                    build_directory=str(build) if build else None)
 

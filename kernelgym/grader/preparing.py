@@ -53,7 +53,8 @@ class Preparing:
             return
         gdir = self._new_grading_dir()
         self._seed_kernel_cache(gdir)
-        ahead = self._start_observed_run(None, None) if self.observer_unavailable() is None else None
+        observed_apart = self.observer_unavailable() is None and not self.traces_checked_run
+        ahead = self._start_observed_run(None, None) if observed_apart else None
         self._spare = _Spare(gdir, self._new_worker(gdir), ahead)
 
     def start_worker(self, seed: int | None = None) -> None:
@@ -138,8 +139,11 @@ class Preparing:
         """The session of grading `gdir` (made by `_new_grading_dir`) with `seed`: its request written, its
         references computing from now."""
         timed = self._timed
-        write_new(gdir / REQUEST, json.dumps(self._request(gdir, seed, timed).to_json()).encode())
+        request = self._request(gdir, seed, timed)
+        write_new(gdir / REQUEST, json.dumps(request.to_json()).encode())
         seen = self.configs == self.task.configs_for(self.hardware.interpreter)
         gpu = not self.hardware.interpreter
-        return GradingSession.start(self.task, gdir, seed, self.configs, timed, gpu=gpu, seen=seen,
-                                    on_gpu=gpu and self.config.references_on_gpu)
+        session = GradingSession.start(self.task, gdir, seed, self.configs, timed, gpu=gpu, seen=seen,
+                                       on_gpu=gpu and self.config.references_on_gpu)
+        session.traced = request.traced
+        return session

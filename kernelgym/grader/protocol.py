@@ -113,7 +113,7 @@ class OutputSlot:
 
 #: The version of the request the trusted side writes and the harness reads; a request of another version (a
 #: worker started by another kernelgym) is refused, not half-read.
-PROTOCOL_VERSION = 2
+PROTOCOL_VERSION = 3
 
 
 @dataclass(frozen=True)
@@ -170,6 +170,11 @@ class Request:
     """What observes an observed run: ``ncu`` (Nsight Compute; it flushes the caches before each kernel itself) or
     ``tracer`` (the CUPTI kernel tracer, tracer.py: the harness reads the flush buffer before every marker but the
     first, and flushes the trace after the last)."""
+    traced: bool = False
+    """A grading's own run, traced (mode ``grade`` or ``check``, ``observer_tool`` ``tracer``): its checked calls are
+    the observed ones, run as an observed run runs them (warm-up calls, markers, the flush buffer, the trace flushed
+    after the last marker) under the kernel tracer, which records only from the first marker to that flush; result
+    files keep their plain names, and the timed runs follow, untraced."""
     results_directory: str | None = None
     """Where the result files go (default: `directory`)."""
     gpu_lock: str | None = None
@@ -177,6 +182,12 @@ class Request:
     in an observed run, while the checked calls run; None: no schedule."""
     gpu_wait_s: float = 60.0
     """The longest the harness waits for its turn on `gpu_lock`, s; then it goes on without it and says so."""
+
+    @property
+    def marked(self) -> bool:
+        """Whether the checked calls run as observed ones (`observe` or `traced`): a warm-up call per config, the
+        markers and, under the tracer, the flush buffer."""
+        return self.observe or self.traced
 
     # Derived paths: fixed names in the results directory, never taken from the request's JSON.
     def _out(self, name: str) -> str:
@@ -226,7 +237,7 @@ class Request:
                  "baseline_build_directory": (str, type(None)), "warmup": int,
                  "reps": int, "rounds": int, "input_sets": int, "flush_bytes": int, "tolerances": list,
                  "require_own_launch": bool, "dynamic_check": bool, "allowed_torch_ops": list,
-                 "observe": bool, "observer_tool": str,
+                 "observe": bool, "observer_tool": str, "traced": bool,
                  "results_directory": (str, type(None)), "gpu_lock": (str, type(None)), "gpu_wait_s": (int, float)}
         for name, f in fields.items():
             if name not in obj:
@@ -243,6 +254,10 @@ class Request:
             raise ProtocolError("request: allowed_torch_ops must be a list of operator names")
         if obj.get("observe") and obj["mode"] != "check":
             raise ProtocolError("request: an observed run is mode 'check'")
+        if obj.get("traced") and (obj.get("observe") or obj.get("observer_tool") != "tracer"
+                                  or obj["mode"] not in ("grade", "check")):
+            raise ProtocolError("request: a traced run is a grading's own (mode 'grade' or 'check', not an observed "
+                                "run) under observer_tool 'tracer'")
         slots = []
         for o in obj["outputs"]:
             if not (isinstance(o, dict) and isinstance(o.get("name"), str) and set(o) <= {"name", "arg"}

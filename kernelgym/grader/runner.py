@@ -23,6 +23,7 @@ from typing import Callable, Protocol
 
 from kernelgym.grader.files import write_new
 from kernelgym.grader.outcome import FAULT_INFRA, FAULT_TIMEOUT
+from kernelgym.grader.tracer import remove_traces
 from kernelgym.grader.protocol import (CHECK_RESULT, HARNESS_LOG, IMPORTED_FILE, PREPARED_MARKER, REQUEST,
                                        TIME_RESULT, Request)
 from kernelgym.grader.untrusted import UntrustedFileError, load_json_untrusted, read_untrusted
@@ -73,6 +74,8 @@ class FreshRunner:
 
     def run(self, gdir: Path) -> HarnessRun:
         (gdir / REQUEST).unlink(missing_ok=True)
+        if self.request.traced:  # a prepared child that died before any candidate code ran may have left its trace
+            remove_traces(gdir)
         write_new(gdir / REQUEST, json.dumps(self.request.to_json()).encode())
         argv = [PYTHON, str(HARNESS), str(gdir / REQUEST), *(["--kill-others"] if self.kill_others else [])]
         run = self.sandbox.run(argv, limits=Limits(timeout_s=self.timeout_s, max_output_bytes=8000))

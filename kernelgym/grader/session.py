@@ -48,6 +48,8 @@ class GradingSession:
     """Launch options in the sources that this hardware does not support (launch_options.py)."""
     trusted_build: Path | None = None
     """The build directory the trusted side compiled (compiled languages); the observed run loads this one."""
+    traced: bool = False
+    """Its own checked run is its observed run (the request's ``traced``; `Observing.traces_checked_run`)."""
     observer_ahead: str | None = None
     """What became of the observed run started ahead of this grading (for the grade's notes and benchmarks)."""
     observer_log: str = ""

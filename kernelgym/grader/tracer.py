@@ -1,4 +1,5 @@
-"""The observer's kernel tracer: a CUPTI activity tracer loaded into the observed run by the CUDA driver.
+"""The observer's kernel tracer: a CUPTI activity tracer loaded into the observed process by the CUDA driver (a
+grading's own checked run, or a run of its own: observing.py).
 
 Nsight Compute profiles one kernel at a time (about 70-100 ms each on the H200, benchmarks/results/README.md), which
 makes an observed run cost seconds. The tracer (`kernel_trace.cpp`, beside this file) records the same list, every
@@ -115,9 +116,19 @@ def build(timeout_s: float = 120.0) -> Path:
     return out
 
 
-def env(library: Path, results: Path) -> dict[str, str]:
-    """The observed run's environment additions: the driver loads `library`, which writes to `results`."""
-    return {"CUDA_INJECTION64_PATH": str(library), "KERNELGYM_TRACE_FILE": str(results / TRACE_PREFIX)}
+def env(library: Path, results: Path, deferred: bool = False) -> dict[str, str]:
+    """A traced process's environment additions: the driver loads `library`, which writes to `results`. `deferred`:
+    it records nothing until the harness starts it at its first marker (``kernelgym_trace_enable``), and nothing after
+    its flush: a grading's own checked run, whose baseline and timed runs are not traced (observing.py)."""
+    return {"CUDA_INJECTION64_PATH": str(library), "KERNELGYM_TRACE_FILE": str(results / TRACE_PREFIX),
+            "KERNELGYM_TRACE_DEFERRED": "1" if deferred else "0"}
+
+
+def remove_traces(directory: Path) -> None:
+    """Remove the traces in `directory` (a grading directory where no candidate code has run yet: a prepared process
+    that died before it ran any left its trace, and a fresh process, tracing itself, must be the only one there)."""
+    for path in directory.glob(TRACE_PREFIX + ".*"):
+        path.unlink(missing_ok=True)
 
 
 def parse_trace(results: Path, read) -> list[Kernel]:

@@ -9,6 +9,7 @@ Defence: `early_observer_death_is_infra`: an observed run that dies before its `
 Honest twin: a run that died after it prepared is the kernel's (refused, 20), as before.
 No GPU here: the fresh observed run is a stand-in sandbox that exits 1 with the out-of-memory message.
 """
+import dataclasses
 import pytest
 
 N = 5  # the configs of conftest.fake_grader
@@ -29,6 +30,8 @@ def test_an_observed_run_that_dies_before_any_candidate_code_is_an_infra_fault(f
     g = fake_grader([(0.05, 0.05)] * N)
     g._tool = "tracer"
     monkeypatch.setattr(g, "observer_unavailable", lambda: None)
+    # An observed run of its own (under ncu, sampled, or observe_in_checked_run off): a traced checked run has none.
+    g.config = dataclasses.replace(g.config, observe_in_checked_run=False)
     monkeypatch.setattr(g, "baseline_observation", lambda: same)
     output = (PREPARED_MARKER + "\n" if prepared else "") + "torch.OutOfMemoryError: CUDA out of memory.\n"
 

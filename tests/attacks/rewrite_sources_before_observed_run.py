@@ -6,6 +6,7 @@ Defence: `observed_run_reads_sources_first` (the observed run imports the editab
 before any candidate code ran, written into a directory of its own that the candidate's sandbox never binds).
 Honest twin: an unchanged kernel file is what the observed run imports either way.
 """
+import dataclasses
 import json
 import shutil
 from types import SimpleNamespace
@@ -34,6 +35,8 @@ def test_observed_run_imports_the_sources_read_before_the_candidate_ran(fake_gra
 
     honest = observation([[("rmsnorm_kernel", 4e3)]] * 5)
     monkeypatch.setattr(g, "observer_unavailable", lambda: None)
+    # An observed run of its own (under ncu, sampled, or observe_in_checked_run off): a traced checked run has none.
+    g.config = dataclasses.replace(g.config, observe_in_checked_run=False)
     monkeypatch.setattr(g, "baseline_observation", lambda: honest)
     monkeypatch.setattr(grader_module, "find_ncu", lambda: "/usr/bin/true")
     monkeypatch.setattr(grader_module, "make_sandbox", lambda *a, **k: Sandbox())

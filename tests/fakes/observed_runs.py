@@ -18,15 +18,17 @@ def sleeper(seconds, code=0, prepared=True):
 
 
 def with_run_ahead(g, monkeypatch, make_proc, prepared_output=True):
-    """Every session of `g` (under the tracer) gets a run ahead `make_proc()`, as `_prepare_observer` leaves it;
+    """Every session of `g` (under the tracer, observed apart from its checked run) gets a run ahead `make_proc()`, as `_prepare_observer` leaves it;
     returns the processes made."""
     import collections
+    import dataclasses
 
     from kernelgym.grader.observing import _ObservedRun
     from kernelgym.grader.protocol import PREPARED_MARKER
     procs, session_for = [], g._session_for
     g._tool = "tracer"
     monkeypatch.setattr(g, "observer_unavailable", lambda: None)
+    g.config = dataclasses.replace(g.config, observe_in_checked_run=False)  # a run of its own observes
 
     def session_with_run_ahead(seed):
         session = session_for(seed)
