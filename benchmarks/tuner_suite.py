@@ -62,9 +62,13 @@ def band_half_width(grade: dict) -> float | None:
 
 
 def _grade_row(grade: dict) -> dict:
-    return {"speedup": grade.get("speedup"), "score": grade.get("score"), "correct": grade.get("correct"),
-            "outcome": grade.get("outcome"), "noise_half_width": band_half_width(grade),
-            "per_config_speedup": [c.get("speedup") for c in grade.get("configs", [])]}
+    row = {"speedup": grade.get("speedup"), "score": grade.get("score"), "correct": grade.get("correct"),
+           "outcome": grade.get("outcome"), "noise_half_width": band_half_width(grade),
+           "per_config_speedup": [c.get("speedup") for c in grade.get("configs", [])]}
+    if grade.get("speedup") is None:  # why no speedup was paid (withheld, incorrect, a timing check): kept to read
+        row["checks"] = grade.get("checks")
+        row["errors"] = [str(c.get("error"))[:300] for c in grade.get("configs", []) if c.get("error")][:5]
+    return row
 
 
 def run_task(task: str, run_dir: str, budget_s: float, max_steps: int, baseline_grades: int, threads: int,

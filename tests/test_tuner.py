@@ -71,6 +71,25 @@ def test_never_submits_a_variant_its_measure_says_is_slower():
     assert len(shells) == 1 + 1 + 2  # original, the rewrite, BLOCK_SIZE x NUM_WARPS jointly (2 x 1)
 
 
+def test_a_failed_measure_of_the_original_is_repeated_once_before_nothing_is_searched():
+    p = load_policy("tuner", params={"BLOCK_SIZE": [2048]}, rewrites=[], verbose=False)
+    calls = []
+
+    def answer(src):
+        calls.append(src)
+        if len(calls) == 1:  # the first measure of the original failed (out of GPU memory beside other processes)
+            return "torch.OutOfMemoryError: CUDA out of memory.\n"
+        return bench("measured", 1.2 if "BLOCK_SIZE = 2048" in src else 1.0)
+    final = Driver(p, answer).run()
+    assert "BLOCK_SIZE = 2048" in final and calls[:2] == [TASK_KERNEL, TASK_KERNEL]
+    assert [e["variant"] for e in p.log[:2]] == ["original", "original (measured again)"]
+    assert "out of memory" in p.log[0]["output_tail"]
+    # An original that fails every time is measured twice, not more, and nothing is searched.
+    q = load_policy("tuner", params={"BLOCK_SIZE": [2048]}, rewrites=[], verbose=False)
+    d = Driver(q, lambda src: "error\n")
+    assert d.run() == TASK_KERNEL and len([a for a in d.actions if a["kind"] == "shell"]) == 2
+
+
 def test_a_winner_the_confirmation_does_not_support_is_not_submitted():
     p = load_policy("tuner", params={"BLOCK_SIZE": [2048]}, rewrites=[], verbose=False)
     seen = []
