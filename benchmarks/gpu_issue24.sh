@@ -123,8 +123,20 @@ session8)
     # policies hardware benchmarks/throughput.py pyproject.toml`, carried), rmsnorm at 1 and 8 envs, alternating,
     # each side with a grading cache of its own (about 3.5 min); then every Triton baseline graded once quiet and once
     # observed, now traced in its checked run, 4 at once (220 +- 1%; about 5 min).
+    # First a check that traced gradings work at all (this tree, 1 env, 20 s): where the untouched baseline does not
+    # score about 220 with the observer passed, say why and stop (the device time is kept).
+    (KERNELGYM_CACHE_DIR=/tmp/kg-cache-smoke timeout 90 python3 benchmarks/throughput.py --task triton-rmsnorm \
+        --envs 1 --seconds 20 --out "$OUT/s8_smoke.json" 2>&1 | grep -v "^\s*$" | cut -c1-400)
+    python3 - "$OUT/s8_smoke.json" <<'PY' || exit 1
+import json, sys
+r = json.load(open(sys.argv[1]))["results"][0]
+rows = r["gradings_detail"]
+print("smoke:", r["gradings"], "gradings, rewards", r["rewards"], "observer", sorted({str(g.get("checks", {}).get("observer")) for g in rows}), "errors", r["errors"][:2])
+ok = rows and all(g.get("checks", {}).get("observer") == "passed" for g in rows) and min(r["rewards"]) > 200
+sys.exit(0 if ok else 1)
+PY
     ab_rmsnorm s8
-    BASELINES_BUDGET_S=250 baselines_parallel
+    BASELINES_BUDGET_S=230 baselines_parallel
     ;;
 session8-matmul)
     # matmul at 8 envs, whose observed runs apart ran the 80 GB H100 out of memory (2026-12-07), now without them.

@@ -57,7 +57,9 @@ def _grading_detail(env) -> dict:
         detail["references_device"] = session.references.device
     if grade is not None:
         detail["speedup"] = grade.speedup
-        detail["checks"] = {k: v.split(":")[0] for k, v in grade.checks.items()}
+        # The observer's verdicts whole (their reason follows the colon), the others by their first word.
+        detail["checks"] = {k: v[:400] if k in ("observer", "speedup_cross_check") else v.split(":")[0]
+                            for k, v in grade.checks.items()}
         detail["gpu_turns"] = [m for st in grade.stages for m in st.messages if m.startswith("GPU schedule:")]
     return detail
 
