@@ -15,7 +15,7 @@
 #     bash benchmarks/gpu_issue24.sh session6    # A/B: this tree against .baseline-tree, rmsnorm at 1 and 8 (5 min)
 #     bash benchmarks/gpu_issue24.sh session7    # A/B: this tree against .baseline-tree, rmsnorm at 1 and 8 (5 min)
 #     bash benchmarks/gpu_issue24.sh session7-matmul  # matmul at 8 envs (4.5 min)
-#     bash benchmarks/gpu_issue24.sh session8    # A/B: the traced checked run against .baseline-tree, then every baseline (9 min)
+#     bash benchmarks/gpu_issue24.sh session8    # the traced checked run: 1 env, A/B at 8 envs, four heavy baselines (7.5 min)
 #     bash benchmarks/gpu_issue24.sh session8-matmul  # matmul at 8 envs, traced checked runs (4.5 min)
 #     bash benchmarks/gpu_issue24.sh baselines-parallel [--references-on-gpu]  # the 24 Triton baselines, 4 at once (5 min)
 # COMMIT=<hash> names the commit measured in machine.txt (the device's copy of .git is not the checkout's).
@@ -118,16 +118,15 @@ session7)
     ab_rmsnorm s7
     ;;
 session8)
-    # A/B in one call: this tree (under the tracer the checked run traces itself: no observed run apart, one
-    # process and one CUDA context less per grading) against .baseline-tree (`git archive 05506b4 kernelgym tasks
-    # policies hardware benchmarks/throughput.py pyproject.toml`, carried), rmsnorm at 1 and 8 envs, alternating,
-    # each side with a grading cache of its own (about 3.5 min); then every Triton baseline graded once quiet and once
-    # observed, now traced in its checked run, 4 at once (220 +- 1%; about 5 min).
-    # First a check that traced gradings work at all (this tree, 1 env, 20 s): where the untouched baseline does not
-    # score about 220 with the observer passed, say why and stop (the device time is kept).
-    (KERNELGYM_CACHE_DIR=/tmp/kg-cache-smoke timeout 90 python3 benchmarks/throughput.py --task triton-rmsnorm \
-        --envs 1 --seconds 20 --out "$OUT/s8_smoke.json" 2>&1 | grep -v "^\s*$" | cut -c1-400)
-    python3 - "$OUT/s8_smoke.json" <<'PY' || exit 1
+    # This tree (under the tracer the checked run traces itself: no observed run apart, one process and one CUDA
+    # context less per grading), in one call of about 7.5 min: first 1 env for 30 s, which stops the call (keeping the
+    # device time) unless the untouched baseline scores about 220 with the observer passed; then the A/B at 8 envs
+    # against .baseline-tree (`git archive 05506b4 kernelgym tasks policies hardware benchmarks/throughput.py
+    # pyproject.toml`, carried), each side with a grading cache of its own; then four baselines with heavy traces
+    # (autotuned matmul, flash-attention, cross-entropy's 2 GiB values, argmax-sampling), graded quiet and observed.
+    (KERNELGYM_CACHE_DIR=/tmp/kg-cache-new timeout 100 python3 benchmarks/throughput.py --task triton-rmsnorm \
+        --envs 1 --seconds 30 --out "$OUT/s8_rmsnorm_n1_new.json" 2>&1 | grep -v "^\s*$" | cut -c1-400)
+    python3 - "$OUT/s8_rmsnorm_n1_new.json" <<'PY' || exit 1
 import json, sys
 r = json.load(open(sys.argv[1]))["results"][0]
 rows = r["gradings_detail"]
@@ -135,8 +134,19 @@ print("smoke:", r["gradings"], "gradings, rewards", r["rewards"], "observer", so
 ok = rows and all(g.get("checks", {}).get("observer") == "passed" for g in rows) and min(r["rewards"]) > 200
 sys.exit(0 if ok else 1)
 PY
-    ab_rmsnorm s8
-    BASELINES_BUDGET_S=230 baselines_parallel
+    for side in base new; do
+        root=$PWD; [ "$side" = base ] && root=$PWD/.baseline-tree
+        (cd "$root" && KERNELGYM_CACHE_DIR=/tmp/kg-cache-$side timeout 95 python3 benchmarks/throughput.py \
+            --task triton-rmsnorm --envs 8 --seconds 45 --out "$OUT/s8_rmsnorm_n8_$side.json" 2>&1 \
+            | grep -v "^\s*$" | cut -c1-400)
+    done
+    for group in triton-matmul,triton-cross-entropy triton-flash-attention,triton-argmax-sampling; do
+        timeout 170 python3 benchmarks/task_suite.py --only "$group" --n 1 --observed 1 --fast-n 0 --no-unseen \
+            --budget-s 140 --out "$OUT/s8_baselines_${group%%,*}.json" > "$OUT/s8_baselines_${group%%,*}.log" 2>&1 &
+    done
+    wait
+    python3 benchmarks/task_suite.py --merge "$OUT"/s8_baselines_*.json --out "$OUT/s8_baselines.json" > "$OUT/s8_baselines.md" 2>&1
+    head -30 "$OUT/s8_baselines.md"
     ;;
 session8-matmul)
     # matmul at 8 envs, whose observed runs apart ran the 80 GB H100 out of memory (2026-12-07), now without them.

@@ -121,6 +121,8 @@ class Evidence:
     """The six summary keys, final."""
     used: TreeUsage
     observer_tool: str | None
+    traced: bool
+    """The checked run was the observed one (`Observing.traces_checked_run`), not a run of its own."""
     seen: bool
     """The configs graded are the task's seen ones (on which the task's tolerances are judged)."""
     reference_process: bool
@@ -205,6 +207,11 @@ def _observed(e: Evidence) -> str | None:
     if state in ("passed", "failed") or (state.startswith("failed: ") and not state.startswith("failed: required")):
         return None
     return state if state.startswith("not run") else f"off: no observed run ({state})"
+
+
+def _apart(e: Evidence) -> str | None:
+    """None where a run of its own observed; why not where the checked run was the observed one (traced)."""
+    return "off: the checked run was the observed one (traced): no run apart" if e.traced else None
 
 
 # -- the sandbox (bubblewrap, around the candidate's process) -----------------------------------------------------------
@@ -460,10 +467,14 @@ def cross_check(e: Evidence) -> str:
     return e.summary["speedup_cross_check"]
 
 
-@reports("observer_report_complete", "library_names_not_own", "observed_run_reads_sources_first",
-         "early_observer_death_is_infra")
+@reports("observer_report_complete", "library_names_not_own")
 def observer_guard(e: Evidence) -> str:
     return _observed(e) or IN_FORCE
+
+
+@reports("observed_run_reads_sources_first", "early_observer_death_is_infra")
+def run_apart_guard(e: Evidence) -> str:
+    return _observed(e) or _apart(e) or IN_FORCE
 
 
 @reports("kernel_trace_complete", "kernel_timestamps_known", "untraced_process_exits")
@@ -475,7 +486,8 @@ def tracer_guard(e: Evidence) -> str:
 
 @reports("kernel_artifacts_only", "observed_cache_copy_bounded")
 def triton_artifacts(e: Evidence) -> str:
-    return (f"off: no Triton cache ({e.language} task)" if e.language != "triton" else _observed(e) or IN_FORCE)
+    return (f"off: no Triton cache ({e.language} task)" if e.language != "triton"
+            else _observed(e) or _apart(e) or IN_FORCE)
 
 
 # -- timing --------------------------------------------------------------------------------------------------------------
@@ -552,7 +564,8 @@ def grade_checks(grader: Grader, session: GradingSession, *, copy_problems: list
                  copy_problems=copy_problems, static=static, not_started=not_started,
                  warm=session.prepare_wait_s is not None, keep_worker=grader.keep_worker, fault=session.fault,
                  check=check, compared_ok=compared_ok, timed=timed, timed_ok=timed_ok, stages=stages, rows=rows, summary=summary, used=used,
-                 observer_tool=grader._tool, seen=grader.configs == grader.task.configs_for(grader.hardware.interpreter),
+                 observer_tool=grader._tool, traced=bool(session.traced and grader.observer_tool() == "tracer"),
+                 seen=grader.configs == grader.task.configs_for(grader.hardware.interpreter),
                  reference_process=session.references.used_process,
                  references_device=session.references.device,
                  seccomp=seccomp.program() is not None, cgroups_off=cgroups.unavailable_reason(),

@@ -106,7 +106,7 @@ class Grader(Preparing, Observing):
         self._observe_drawn: dict[Path, bool] = {}
         self._tool: str | None = None  # observer_tool(): 'tracer', 'ncu', or why neither runs
         self._tracer_library: Path | None = None
-        self._key: tuple[str, str] | None = None  # (observer tool, baseline key): see _baseline_key
+        self._key: tuple[tuple[str, str], str] | None = None  # ((observer tool, configs), baseline key): _baseline_key
         self._spare: _Spare | None = None  # see spawn
 
     @property
@@ -115,7 +115,7 @@ class Grader(Preparing, Observing):
         (`COMPILE_BUDGET_S` + `PER_CONFIG_S` per config, at least `TIMEOUT_FLOOR_S`)."""
         # A process that waits its turn on the GPU's schedule (a candidate elsewhere may hold it) gets that wait on
         # top: the wait must not eat the time a correct kernel needs.
-        wait = self.config.gpu_wait_s if self._gpu_lock else 0.0
+        wait = self.config.gpu_wait_s * (2 if self.traces_checked_run else 1) if self._gpu_lock else 0.0  # 2 turns
         if self.config.timeout_s is not None:
             return self.config.timeout_s + wait
         per = PER_CONFIG_S["interpreter" if self.hardware.interpreter else "gpu"]

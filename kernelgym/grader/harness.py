@@ -276,9 +276,9 @@ def _checked_calls(req, fn, inputs, backend, counter, allowed):
     outputs, configs = {}, []
     for i, (cfg, args) in enumerate(zip(req.configs, inputs)):
         entry = {"config": cfg, "ok": True, "error": None}
-        if req.marked and i:
-            _marker()  # between two checked calls, whatever happened in the first
         try:
+            if req.marked and i:
+                _marker()  # between two checked calls, whatever happened in the first (a sticky CUDA error: raised)
             if isinstance(args, str):
                 raise RuntimeError("the task's input builder failed: " + args)
             if counter is not None:
@@ -298,8 +298,12 @@ def _checked_calls(req, fn, inputs, backend, counter, allowed):
                          launch_missing=isinstance(exc, LaunchMissing))
         configs.append(entry)
     if req.marked:
-        _marker()
-        _flush_trace()
+        try:
+            _marker()
+            _flush_trace()
+        except Exception:  # noqa: BLE001 - a sticky CUDA error of the last call: its config fails (the trace is cut)
+            if configs and configs[-1]["ok"]:
+                configs[-1].update(ok=False, error="after the last checked call: " + tb(8))
     return configs, outputs, None
 
 
@@ -315,7 +319,10 @@ def _warm_up_all(fn, inputs):
             _synchronize()
         except Exception:  # noqa: BLE001 - the checked call raises it again, and reports it
             pass
-    _marker()
+    try:
+        _marker()
+    except Exception:  # noqa: BLE001 - a sticky CUDA error from a warm-up call: each checked call reports it
+        pass
 
 
 _observed = {"flush": None, "trace": None, "enable": None}
@@ -592,8 +599,11 @@ def prepare(req, inputs=None):
     if req.device != "cpu":
         if req.marked and req.observer_tool == "tracer":
             _observed["trace"], _observed["enable"] = _tracer_function("flush"), _tracer_function("enable")
-            if _observed["enable"] is not None:
-                _observed["enable"](1)  # its first kernel (below) traced: CUPTI's own start is paid here
+            started = _observed["enable"] is not None and _observed["enable"](1)  # CUPTI's own start paid below
+            if req.traced and not (started and _observed["trace"] is not None):
+                # Before the prepared marker: no candidate code has run, and the grading is the machine's to retry.
+                raise RuntimeError("the kernel tracer is not loaded here or CUPTI refused to record: a traced run "
+                                   "cannot observe")
         if req.marked:  # the profiler's first kernel costs about 0.6 s: paid here, before an observed run's "go"
             _fill(torch.empty(1, device=req.device), 0.0)
         if req.marked and req.observer_tool == "tracer":
@@ -875,7 +885,9 @@ def prepare_baseline(req, state, base_fn):
     """Input pools, shared static arguments and the baseline's prepared timing (graph) for every config, plus
     the flush buffer. Baseline graphs are captured before the candidate module is imported, so code the
     candidate runs at import cannot reach the baseline's launches."""
-    state.flush = torch.ones(req.flush_bytes // 4, dtype=torch.float32, device="cuda") if req.flush_bytes else None
+    shared = _observed["flush"]  # a traced run's (the same size): one buffer for both
+    state.flush = ((shared if shared is not None and shared.numel() == req.flush_bytes // 4 else
+                    torch.ones(req.flush_bytes // 4, dtype=torch.float32, device="cuda")) if req.flush_bytes else None)
     state.reset_l2 = _persisting_l2_reset()
     state.timing = []
     # The pool's perturbations: no one reproduces them (every timed run is checked against the baseline's outputs
@@ -1053,6 +1065,7 @@ def finish(req, state):
     t = _phase("import", t)
     if req.mode != "time":
         res = check(req, fn, state.check_inputs, state.backend, state.warmup_inputs)
+        state.warmup_inputs = ()  # not needed by the timed runs: their GPU memory goes back
         _write(req.result, res)
         t = _phase("check", t)
         if res["stage"] == "compile" or not all(c["ok"] for c in res["configs"]):

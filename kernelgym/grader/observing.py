@@ -286,9 +286,10 @@ class Observing:
         own = self.backend.own_kernel_names(sources)
         try:
             observation = started.result() if started is not None else None
-            if session.traced:
+            if session.traced and self.observer_tool() == "tracer":
                 observation = self._traced_observation(session)
-            elif observation is None:  # not started beside the comparisons, or its run ahead could not serve
+            elif observation is None:  # not started beside the comparisons, or its run ahead could not serve; or
+                # traced, but the tracer gave way to ncu since (CUPTI refused the baseline): a run of its own then
                 observation = self._observed_run(session, sources)
         except ObserverError as e:
             try:  # where the pristine baseline cannot be observed either, the machine is at fault, not the kernel
@@ -309,8 +310,9 @@ class Observing:
         bare = self.backend.BARE_KERNEL_NAMES
         for i, (row, foreign) in enumerate(zip(rows, foreign_kernels(observation, own, bare))):
             # A traced checked run's outputs are the checked ones, compared already.
-            ok, msg, _ = (True, "", None) if session.traced else session.compared(self._observed_outputs, i,
-                                                                                 check_seed(session.seed, i))
+            traced = session.traced and self.observer_tool() == "tracer"
+            ok, msg, _ = (True, "", None) if traced else session.compared(self._observed_outputs, i,
+                                                                          check_seed(session.seed, i))
             if foreign:
                 row.update(correct=False, error=f"provenance: kernels that are not the candidate's own ran: "
                                                 f"{', '.join(k[:120] for k in foreign[:5])}")
@@ -359,8 +361,16 @@ class Observing:
             ObserverError: no trace, or traces of more than one process; an incomplete or damaged one, or markers
                 missing (`tracer.parse_trace`, `observer.split`).
         """
-        kernels = tracer.parse_trace(session.gdir, lambda path: read_untrusted(path, MAX_TRACE_BYTES))
+        try:
+            kernels = tracer.parse_trace(session.gdir, lambda path: read_untrusted(path, MAX_TRACE_BYTES))
+        except UntrustedFileError as e:  # a trace past MAX_TRACE_BYTES (millions of kernels), or not a regular file
+            raise ObserverError(f"the checked run's trace is unreadable: {e}") from None
         session.observer_ahead = "traced in the checked run"
+        if not kernels:
+            # Not even the harness's first marker, launched before any candidate code, was recorded: CUPTI did not
+            # start recording (the harness stops where it cannot, so this is not expected): the machine's fault.
+            raise ObserverError("the kernel tracer recorded nothing, not even the harness's first marker",
+                                before_candidate=True)
         return split(kernels, len(self.configs), flushed=True)
 
     def baseline_observation(self) -> Observation:
@@ -382,10 +392,13 @@ class Observing:
             return GRADING_CACHE.observation(self._baseline_key(), self._run_baseline_observation)
 
     def _baseline_key(self) -> str:
-        """The key of this grader's baseline entries in the grading cache (cache.py); computed once per observer tool."""
+        """The key of this grader's baseline entries in the grading cache (cache.py); computed once per observer tool
+        and configs."""
         tool = self.observer_tool()
-        if self._key is None or self._key[0] != tool:
-            self._key = (tool, baseline_key(self.task.root, self.hardware.id, self.configs, self.config.sandbox, tool))
+        # Per tool and configs: unseen evaluation grades one config at a time with the same grader.
+        marker = (tool, json.dumps(self.configs, sort_keys=True, default=str))
+        if self._key is None or self._key[0] != marker:
+            self._key = (marker, baseline_key(self.task.root, self.hardware.id, self.configs, self.config.sandbox, tool))
         return self._key[1]
 
     def _run_baseline_observation(self) -> Observation:

@@ -32,7 +32,7 @@ SOURCE = Path(__file__).with_name("kernel_trace.cpp")
 TRACE_PREFIX = "kernel-trace"
 """File name prefix of the traces in the observed run's results directory (``kernel-trace.<pid>``)."""
 HEADER = "kernelgym-trace 1 "
-_RECORD = re.compile(r"^(\d+)\t(\d+)\t(\d+)\t(.+)$")
+_RECORD = re.compile(r"^(\d{1,20})\t(\d{1,20})\t(\d{1,20})\t(.+)$")  # 64-bit numbers: int() stays cheap
 
 
 def cupti_locations() -> list[tuple[Path, Path]]:
