@@ -194,6 +194,8 @@ def main() -> int:
     ap.add_argument("--no-unseen", action="store_true", help="do not run the references on the unseen configs")
     ap.add_argument("--budget-s", type=float, default=510.0,
                     help="no grading starts after this many seconds; what was graded is written")
+    ap.add_argument("--observe-in-checked-run", action="store_true",
+                    help="GraderConfig.observe_in_checked_run: under the tracer the checked run is the observed one")
     ap.add_argument("--references-on-gpu", action=argparse.BooleanOptionalAction, default=True,
                     help="GraderConfig.references_on_gpu: references and comparisons on the GPU (the default)")
     ap.add_argument("--gpu-schedule", action="store_true", help="GraderConfig.gpu_schedule: take turns on the GPU")
@@ -218,7 +220,8 @@ def main() -> int:
         print(f"unknown task names: {sorted(unknown)}", file=sys.stderr)
         return 2
     hw, fast, budget = detect_profile(), known_faster(), Budget(args.budget_s)
-    default = GraderConfig(references_on_gpu=args.references_on_gpu, gpu_schedule=args.gpu_schedule)
+    default = GraderConfig(references_on_gpu=args.references_on_gpu, gpu_schedule=args.gpu_schedule,
+                           observe_in_checked_run=args.observe_in_checked_run)
     quiet = dataclasses.replace(default, observer="off")
     out = {"machine": hw.name, "hardware": hw.id, "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
            "targets": {"noise_median_max": NOISE_TARGET, "fast_min": FAST_TARGET}, "argv": sys.argv[1:],

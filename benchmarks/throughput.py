@@ -158,12 +158,14 @@ def _cpu_busy(before: tuple[int, int] | None) -> float | None:
 
 
 def measure(task: str, n_envs: int, seconds: float, run_root: Path, harness_threads: int = 4,
-            gpu_schedule: bool = False, references_on_gpu: bool = True) -> dict:
+            gpu_schedule: bool = False, references_on_gpu: bool = True, observe_in_checked_run: bool = False) -> dict:
     """N envs in N processes for `seconds`; gradings that finished in the window count. `gpu_schedule`:
     `GraderConfig.gpu_schedule` (the envs take turns on the GPU for their timed and observed runs);
-    `references_on_gpu`: `GraderConfig.references_on_gpu`."""
+    `references_on_gpu`: `GraderConfig.references_on_gpu`; `observe_in_checked_run`: the same setting (only where
+    set: an older tree's GraderConfig lacks it)."""
     grader_kwargs = {"harness_cpu_threads": harness_threads, **({"gpu_schedule": True} if gpu_schedule else {}),
-                     "references_on_gpu": references_on_gpu}
+                     "references_on_gpu": references_on_gpu,
+                     **({"observe_in_checked_run": True} if observe_in_checked_run else {})}
     ctx = mp.get_context("spawn")
     queue = ctx.Queue()
     sampler = _GpuSampler()
@@ -188,7 +190,7 @@ def measure(task: str, n_envs: int, seconds: float, run_root: Path, harness_thre
     later = [r["reset_s"] + r["submit_s"] for r in later_rows]
     sub = [r["submit_s"] for r in later_rows]
     return {"task": task, "envs": n_envs, "harness_cpu_threads": harness_threads, "gpu_schedule": gpu_schedule,
-            "references_on_gpu": references_on_gpu,
+            "references_on_gpu": references_on_gpu, "observe_in_checked_run": observe_in_checked_run,
             "window_s": seconds, "wall_s": round(wall_s, 1), "gradings": len(rows),
             "gradings_per_hour": round(len(rows) * 3600 / wall_s),
             "first_grading_s": [round(x, 2) for x in firsts],
@@ -217,12 +219,14 @@ def main() -> None:
     ap.add_argument("--gpu-schedule", action="store_true", help="GraderConfig.gpu_schedule: take turns on the GPU")
     ap.add_argument("--references-on-gpu", action=argparse.BooleanOptionalAction, default=True,
                     help="GraderConfig.references_on_gpu: references and comparisons on the GPU (the default)")
+    ap.add_argument("--observe-in-checked-run", action="store_true",
+                    help="GraderConfig.observe_in_checked_run: under the tracer the checked run is the observed one")
     ap.add_argument("--out", default="throughput.json")
     args = ap.parse_args()
     results = []
     for task, n in [(t, int(x)) for t in args.task.split(",") for x in args.envs.split(",")]:
         result = measure(task, n, args.seconds, Path(args.run_dir), args.harness_threads, args.gpu_schedule,
-                         args.references_on_gpu)
+                         args.references_on_gpu, args.observe_in_checked_run)
         print(json.dumps({k: v for k, v in result.items() if k != "gradings_detail"}), flush=True)
         results.append(result)
         Path(args.out).write_text(json.dumps({"machine": os.uname().nodename, "date": time.strftime("%Y-%m-%d"),

@@ -24,7 +24,7 @@ LIBRARY = Path("/nonexistent/libkernelgym_trace.so")
 
 def under_tracer(g, monkeypatch, **config):
     """`g` as on an NVIDIA GPU where the kernel tracer builds (nothing is built or run here)."""
-    g.config = dataclasses.replace(g.config, **config)
+    g.config = dataclasses.replace(g.config, **{"observe_in_checked_run": True, **config})
     monkeypatch.setattr(g, "observer_unavailable", lambda: None)
     monkeypatch.setattr(g, "observer_tool", lambda: "tracer")
     g._tracer_library = LIBRARY
@@ -225,6 +225,7 @@ def test_an_oversized_trace_refuses_the_kernel_not_crash_the_grade(fake_grader, 
 # -- 2. the tracer -> ncu fallback (baseline_observation, observer_tool 'auto') after a session was started traced ----
 def test_tool_flip_after_a_traced_session_does_not_refuse_an_honest_kernel(fake_grader, monkeypatch):
     g = fake_grader([(0.05, 0.05)] * 5)
+    g.config = dataclasses.replace(g.config, observe_in_checked_run=True)
     monkeypatch.setattr("kernelgym.grader.observing.gpu_devices", lambda: ["/dev/nvidia0"])
     g._tool, g._tracer_library = "tracer", LIBRARY
     seen, run_harness = {}, g._run_harness
