@@ -467,7 +467,7 @@ def cross_check(e: Evidence) -> str:
     return e.summary["speedup_cross_check"]
 
 
-@reports("observer_report_complete", "library_names_not_own")
+@reports("observer_report_complete", "library_names_not_own", "baseline_key_follows_configs")
 def observer_guard(e: Evidence) -> str:
     return _observed(e) or IN_FORCE
 

@@ -607,6 +607,12 @@ DEFENCES: tuple[Defence, ...] = (
             "infrastructure fault scoring 0 (retried or dropped), neither passed unobserved nor refused as the kernel's",
             "kernelgym.grader.observing:Observing.observe", _a("gpu_memory_filled_beside_the_observed_run"), "ci",
             "grading"),
+    Defence("baseline_key_follows_configs", "a forged speedup on unseen configs, each graded on its own by one "
+            "grader, cross-checked against the observed baseline of the first config graded (the baseline's key was "
+            "made once per observer tool)",
+            "the key of the baseline's observation is made per observer tool and configs",
+            "kernelgym.grader.observing:Observing._baseline_key",
+            _a("unseen_config_cross_checked_against_another_config"), "ci", "grading"),
 
     Defence("host_access_refused_in_source", "telling the observed run from the checked one (the file's path, the "
             "profiler's variables, the process's mapped libraries) to be honest only while observed; writing into "
