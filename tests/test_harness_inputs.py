@@ -134,6 +134,34 @@ def test_main_gets_the_request_without_its_seed_and_each_set_from_its_builders_s
             theirs.close()
 
 
+def test_main_starts_cuda_while_the_inputs_are_built(tmp_path, monkeypatch):
+    """CUDA's start (`_start_cuda`) runs in main while its forked child builds the seeded inputs, not after: here a
+    builder waits for it, so main would stall if it came after the inputs."""
+    task, req, path = _request(tmp_path, 5)
+    started = tmp_path / "cuda-started"
+    build = harness._build_inputs
+
+    def build_after_cuda(*args):
+        deadline = time.monotonic() + 20
+        while not started.exists():
+            if time.monotonic() > deadline:
+                raise RuntimeError("CUDA's start did not come while the inputs were built")
+            time.sleep(0.01)
+        return build(*args)
+
+    class Prepared(Exception):
+        pass
+
+    def prepare(request, inputs):
+        raise Prepared(inputs)
+    monkeypatch.setattr(harness, "_build_inputs", build_after_cuda)
+    monkeypatch.setattr(harness, "_start_cuda", started.touch)
+    monkeypatch.setattr(harness, "prepare", prepare)
+    with pytest.raises(Prepared) as got:
+        harness.main(path)
+    assert len(got.value.args[0]["check"]) == len(req.configs)
+
+
 def test_a_set_builder_that_dies_is_an_error_for_main(tmp_path, monkeypatch):
     task, req, path = _request(tmp_path, 5)
     sets = [harness._socket_pair() for _ in range(harness._INPUT_SETS)]

@@ -1098,7 +1098,11 @@ def main(path, go_fd=None, ready_fd=None, stop_others=False, wait_go=False, wait
     # Each input set's builder sends it straight to this process, on a socket of its own: not through the child.
     sets = [_socket_pair() for _ in range(_INPUT_SETS)]
     try:
-        answer = in_forked_children([lambda: _read_request_and_build(path, [theirs for _, theirs in sets])])[0]
+        (pid, sock), = _fork_each([lambda: _read_request_and_build(path, [theirs for _, theirs in sets])])
+        _start_cuda()  # while the child builds the inputs: it was forked first, so it never holds a CUDA context
+        with sock:
+            answer = _receive_value(sock)
+        answer = _unwrapped(answer, os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]))
         # The child and its set builders hold the sending ends: a builder that dies unsent is an end of file here.
         for _, theirs in sets:
             theirs.close()
