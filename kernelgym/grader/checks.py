@@ -564,7 +564,7 @@ def grade_checks(grader: Grader, session: GradingSession, *, copy_problems: list
                  copy_problems=copy_problems, static=static, not_started=not_started,
                  warm=session.prepare_wait_s is not None, keep_worker=grader.keep_worker, fault=session.fault,
                  check=check, compared_ok=compared_ok, timed=timed, timed_ok=timed_ok, stages=stages, rows=rows, summary=summary, used=used,
-                 observer_tool=grader._tool, traced=bool(session.traced and grader.observer_tool() == "tracer"),
+                 observer_tool=grader._tool, traced=grader.observed_in_checked_run(session),
                  seen=grader.configs == grader.task.configs_for(grader.hardware.interpreter),
                  reference_process=session.references.used_process,
                  references_device=session.references.device,

@@ -597,7 +597,8 @@ def prepare(req, inputs=None):
     check_inputs = _moved(inputs["check"], req.device)
     warmup_inputs = _moved(inputs["warmup"], req.device)
     if req.device != "cpu":
-        if req.marked and req.observer_tool == "tracer":
+        tracer = req.marked and req.observer_tool == "tracer"
+        if tracer:
             _observed["trace"], _observed["enable"] = _tracer_function("flush"), _tracer_function("enable")
             started = _observed["enable"] is not None and _observed["enable"](1)  # CUPTI's own start paid below
             if req.traced and not (started and _observed["trace"] is not None):
@@ -606,7 +607,7 @@ def prepare(req, inputs=None):
                                    "cannot observe")
         if req.marked:  # the profiler's first kernel costs about 0.6 s: paid here, before an observed run's "go"
             _fill(torch.empty(1, device=req.device), 0.0)
-        if req.marked and req.observer_tool == "tracer":
+        if tracer:
             _observed["flush"] = torch.ones(max(req.flush_bytes, 4) // 4, dtype=torch.float32, device=req.device)
         _synchronize()
         if req.traced and _observed["enable"] is not None:
@@ -707,7 +708,12 @@ def in_forked_children(works):
     """`in_forked_child` of each of `works` at once, each in a child of its own (so in parallel: a task's input
     builder draws its largest tensors on one CPU thread), and their values in order. Processes, not threads: a
     builder may seed a global generator. The same errors as `in_forked_child`, for the first work that failed."""
-    children = _fork_each(works)
+    return _collect(_fork_each(works))
+
+
+def _collect(children):
+    """The values of `_fork_each`'s `children`, in order, once each has sent its own and exited (the errors of
+    `in_forked_child`, for the first that failed)."""
     answers = []
     for pid, sock in children:  # each child sends once its value is computed: one after another
         with sock:
@@ -1098,11 +1104,9 @@ def main(path, go_fd=None, ready_fd=None, stop_others=False, wait_go=False, wait
     # Each input set's builder sends it straight to this process, on a socket of its own: not through the child.
     sets = [_socket_pair() for _ in range(_INPUT_SETS)]
     try:
-        (pid, sock), = _fork_each([lambda: _read_request_and_build(path, [theirs for _, theirs in sets])])
+        children = _fork_each([lambda: _read_request_and_build(path, [theirs for _, theirs in sets])])
         _start_cuda()  # while the child builds the inputs: it was forked first, so it never holds a CUDA context
-        with sock:
-            answer = _receive_value(sock)
-        answer = _unwrapped(answer, os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]))
+        answer = _collect(children)[0]
         # The child and its set builders hold the sending ends: a builder that dies unsent is an end of file here.
         for _, theirs in sets:
             theirs.close()

@@ -156,6 +156,11 @@ class Observing:
                 and not self.hardware.interpreter and self.observer_unavailable() is None
                 and self.observer_tool() == "tracer")
 
+    def observed_in_checked_run(self, session: GradingSession) -> bool:
+        """Whether `session`'s grading is observed by its own checked run's trace: it was prepared traced and the
+        tracer still observes here (not where it gave way to ncu since, when a run of its own observes instead)."""
+        return session.traced and self.observer_tool() == "tracer"
+
     def _tracer_readonly(self) -> list[Path]:
         """What a traced checked run's sandbox binds read-only for the tracer: its library (none otherwise)."""
         return [self._tracer_library] if self.traces_checked_run else []
@@ -284,9 +289,10 @@ class Observing:
             v.correct_messages.append(f"outside observer required, but {unavailable}")
             return v.stands(None)
         own = self.backend.own_kernel_names(sources)
+        traced = self.observed_in_checked_run(session)
         try:
             observation = started.result() if started is not None else None
-            if session.traced and self.observer_tool() == "tracer":
+            if traced:
                 observation = self._traced_observation(session)
             elif observation is None:  # not started beside the comparisons, or its run ahead could not serve; or
                 # traced, but the tracer gave way to ncu since (CUPTI refused the baseline): a run of its own then
@@ -310,7 +316,6 @@ class Observing:
         bare = self.backend.BARE_KERNEL_NAMES
         for i, (row, foreign) in enumerate(zip(rows, foreign_kernels(observation, own, bare))):
             # A traced checked run's outputs are the checked ones, compared already.
-            traced = session.traced and self.observer_tool() == "tracer"
             ok, msg, _ = (True, "", None) if traced else session.compared(self._observed_outputs, i,
                                                                           check_seed(session.seed, i))
             if foreign:
