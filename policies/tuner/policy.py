@@ -342,7 +342,7 @@ class TunerPolicy:
         base = yield from self._measure(original, "original", write=False)
         if not base.correct and not own:
             # The task's own kernel, unchanged: a failed measure is more likely the machine's (a GPU shared with other
-            # processes ran out of memory, 2026-12-07) than the kernel's. Once more, before nothing is searched.
+            # processes out of memory) than the kernel's. Once more, before nothing is searched.
             self._say("the original's measure failed (its output's tail is in the log); measuring it once more")
             base = yield from self._measure(original, "original (measured again)", write=False)
         self._screening = bool(cfg.screen_cmd) and base.correct and base.kind == "measured"
