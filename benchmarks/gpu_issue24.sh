@@ -160,7 +160,7 @@ session8-short)
     ;;
 session8-matmul)
     # matmul at 8 envs, whose observed runs apart ran the 80 GB H100 out of memory (2026-12-07), now without them.
-    tp 270 triton-matmul 8 140 s8_matmul_n8.json
+    tp 270 triton-matmul 8 140 s8_matmul_n8.json --observe-in-checked-run
     ;;
 session7-matmul)
     # matmul at 8 envs, whose gradings waited a median 26.8 s for the observed run ahead to prepare on the H200

@@ -194,8 +194,9 @@ def main() -> int:
     ap.add_argument("--no-unseen", action="store_true", help="do not run the references on the unseen configs")
     ap.add_argument("--budget-s", type=float, default=510.0,
                     help="no grading starts after this many seconds; what was graded is written")
-    ap.add_argument("--observe-in-checked-run", action="store_true",
-                    help="GraderConfig.observe_in_checked_run: under the tracer the checked run is the observed one")
+    ap.add_argument("--observe-in-checked-run", action=argparse.BooleanOptionalAction, default=True,
+                    help="GraderConfig.observe_in_checked_run: under the tracer the checked run is the observed one "
+                         "(the default; --no-observe-in-checked-run: a run of its own observes)")
     ap.add_argument("--references-on-gpu", action=argparse.BooleanOptionalAction, default=True,
                     help="GraderConfig.references_on_gpu: references and comparisons on the GPU (the default)")
     ap.add_argument("--gpu-schedule", action="store_true", help="GraderConfig.gpu_schedule: take turns on the GPU")

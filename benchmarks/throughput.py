@@ -4,13 +4,16 @@ for a fixed time (the issue-24 measure: what an RL loop that grades every episod
     python benchmarks/throughput.py --task triton-rmsnorm --envs 1,8 --seconds 120 --out throughput.json
 
 Each process makes one env (with its share of the CPU cores as torch's threads: cores / N, as one runs N envs on a
-host; the default GraderConfig, the observer as configured by default) and records, per episode, the reset and
-submit wall times (s), the reward, and the CPU seconds of the env's own process. The result per N: gradings, wall
-seconds, gradings per hour, first and later per-grading times, submit-to-reward median and p95, the GPU's and the
-host CPU's busy fractions (nvidia-smi, /proc/stat), the host's and the env processes' CPU seconds per grading, the
-median of each grading phase (the grade's `phases_s`, and the checked and observed runs' own logged phases), and the
-rewards seen; and, since each grading times the untouched baseline against itself, the noise: median and p95 of
-|speedup - 1|. On the CPU interpreter nothing is timed (rewards 120): there it checks the plumbing only.
+host; the default GraderConfig, the observer as configured by default) and resets it as an RL loop's autoreset does:
+with a seed (0) the first time, with reset() after that, so each later episode's grading is prepared while the one
+before is graded (the env's prepare_ahead; `--no-prepare-ahead` turns it off: each grading is then prepared at its
+reset, with the same seeds). It records, per episode, the reset and submit wall times (s), the reward, and the CPU
+seconds of the env's own process. The result per N: gradings, wall seconds, gradings per hour, first and later
+per-grading times, submit-to-reward median and p95, the GPU's and the host CPU's busy fractions (nvidia-smi,
+/proc/stat), the host's and the env processes' CPU seconds per grading, the median of each grading phase (the grade's
+`phases_s`, and the checked and observed runs' own logged phases), and the rewards seen; and, since each grading times
+the untouched baseline against itself, the noise: median and p95 of |speedup - 1|. On the CPU interpreter nothing is
+timed (rewards 120): there it checks the plumbing only.
 """
 from __future__ import annotations
 
@@ -57,14 +60,17 @@ def _grading_detail(env) -> dict:
         detail["references_device"] = session.references.device
     if grade is not None:
         detail["speedup"] = grade.speedup
-        # The observer's verdicts whole (their reason follows the colon), the others by their first word.
-        detail["checks"] = {k: v[:400] if k in ("observer", "speedup_cross_check") else v.split(":")[0]
-                            for k, v in grade.checks.items()}
+        # The verdicts a baseline can fail beside other envs whole (their reason follows the colon: out of GPU
+        # memory, say), the others by their first word.
+        whole = ("observer", "speedup_cross_check", "timing_numbers_validated", "timed_path_verified",
+                 "every_config_every_element", "launch_counter")
+        detail["checks"] = {k: v[:400] if k in whole else v.split(":")[0] for k, v in grade.checks.items()}
         detail["gpu_turns"] = [m for st in grade.stages for m in st.messages if m.startswith("GPU schedule:")]
     return detail
 
 
-def _worker(task: str, seconds: float, run_dir: str, queue, threads: int, grader_kwargs: dict) -> None:
+def _worker(task: str, seconds: float, run_dir: str, queue, threads: int, grader_kwargs: dict,
+            prepare_ahead: bool) -> None:
     import torch
 
     import kernelgym  # noqa: F401 - registers the envs
@@ -76,12 +82,14 @@ def _worker(task: str, seconds: float, run_dir: str, queue, threads: int, grader
 
     rows = []
     from kernelgym.grader import GraderConfig
-    env = KernelArenaEnv(task, run_dir=run_dir, max_steps=2, grader=GraderConfig(**grader_kwargs))
+    # Only where asked: an older tree's env lacks the argument.
+    env = KernelArenaEnv(task, run_dir=run_dir, max_steps=2, grader=GraderConfig(**grader_kwargs),
+                         **({} if prepare_ahead else {"prepare_ahead": False}))
     deadline = time.monotonic() + seconds
     try:
         while time.monotonic() < deadline:
             t0, cpu0 = time.monotonic(), os.times()
-            env.reset(seed=len(rows))
+            env.reset(seed=None if rows else 0)  # the autoreset's reset() after the first
             t1 = time.monotonic()
             _, reward, *_ = env.step({"kind": "submit"})
             cpu1 = os.times()
@@ -158,21 +166,26 @@ def _cpu_busy(before: tuple[int, int] | None) -> float | None:
 
 
 def measure(task: str, n_envs: int, seconds: float, run_root: Path, harness_threads: int = 4,
-            gpu_schedule: bool = False, references_on_gpu: bool = True, observe_in_checked_run: bool = False) -> dict:
+            gpu_schedule: bool = False, references_on_gpu: bool = True, observe_in_checked_run: bool | None = None,
+            prepare_ahead: bool = True) -> dict:
     """N envs in N processes for `seconds`; gradings that finished in the window count. `gpu_schedule`:
     `GraderConfig.gpu_schedule` (the envs take turns on the GPU for their timed and observed runs);
-    `references_on_gpu`: `GraderConfig.references_on_gpu`; `observe_in_checked_run`: the same setting (only where
-    set: an older tree's GraderConfig lacks it)."""
+    `references_on_gpu`: `GraderConfig.references_on_gpu`; `observe_in_checked_run`: the same setting (None: the
+    tree's default; passed only where set: an older tree's GraderConfig lacks it); `prepare_ahead`: the env's (passed only where False)."""
     grader_kwargs = {"harness_cpu_threads": harness_threads, **({"gpu_schedule": True} if gpu_schedule else {}),
                      "references_on_gpu": references_on_gpu,
-                     **({"observe_in_checked_run": True} if observe_in_checked_run else {})}
+                     **({} if observe_in_checked_run is None else {"observe_in_checked_run": observe_in_checked_run})}
+    from kernelgym.grader import GraderConfig
+    # As the envs will have it (this tree's default where not set; False where the tree has no such setting).
+    observe_in_checked_run = getattr(GraderConfig(**grader_kwargs), "observe_in_checked_run", False)
     ctx = mp.get_context("spawn")
     queue = ctx.Queue()
     sampler = _GpuSampler()
     cpu_before = _cpu_ticks()
     start = time.monotonic()
     procs = [ctx.Process(target=_worker, args=(task, seconds, str(run_root / f"{task}-n{n_envs}-{i}"), queue,
-                                                    max(1, (os.cpu_count() or 1) // n_envs), grader_kwargs))
+                                                    max(1, (os.cpu_count() or 1) // n_envs), grader_kwargs,
+                                                    prepare_ahead))
              for i in range(n_envs)]
     for p in procs:
         p.start()
@@ -191,6 +204,7 @@ def measure(task: str, n_envs: int, seconds: float, run_root: Path, harness_thre
     sub = [r["submit_s"] for r in later_rows]
     return {"task": task, "envs": n_envs, "harness_cpu_threads": harness_threads, "gpu_schedule": gpu_schedule,
             "references_on_gpu": references_on_gpu, "observe_in_checked_run": observe_in_checked_run,
+            "prepare_ahead": prepare_ahead,
             "window_s": seconds, "wall_s": round(wall_s, 1), "gradings": len(rows),
             "gradings_per_hour": round(len(rows) * 3600 / wall_s),
             "first_grading_s": [round(x, 2) for x in firsts],
@@ -219,14 +233,17 @@ def main() -> None:
     ap.add_argument("--gpu-schedule", action="store_true", help="GraderConfig.gpu_schedule: take turns on the GPU")
     ap.add_argument("--references-on-gpu", action=argparse.BooleanOptionalAction, default=True,
                     help="GraderConfig.references_on_gpu: references and comparisons on the GPU (the default)")
-    ap.add_argument("--observe-in-checked-run", action="store_true",
-                    help="GraderConfig.observe_in_checked_run: under the tracer the checked run is the observed one")
+    ap.add_argument("--observe-in-checked-run", action=argparse.BooleanOptionalAction, default=None,
+                    help="GraderConfig.observe_in_checked_run: under the tracer the checked run is the observed one "
+                         "(default: the tree's own default)")
+    ap.add_argument("--no-prepare-ahead", dest="prepare_ahead", action="store_false",
+                    help="the env's prepare_ahead=False: each grading is prepared at its reset, not during the last")
     ap.add_argument("--out", default="throughput.json")
     args = ap.parse_args()
     results = []
     for task, n in [(t, int(x)) for t in args.task.split(",") for x in args.envs.split(",")]:
         result = measure(task, n, args.seconds, Path(args.run_dir), args.harness_threads, args.gpu_schedule,
-                         args.references_on_gpu, args.observe_in_checked_run)
+                         args.references_on_gpu, args.observe_in_checked_run, args.prepare_ahead)
         print(json.dumps({k: v for k, v in result.items() if k != "gradings_detail"}), flush=True)
         results.append(result)
         Path(args.out).write_text(json.dumps({"machine": os.uname().nodename, "date": time.strftime("%Y-%m-%d"),

@@ -100,6 +100,12 @@ class KernelArenaEnv(gym.Env):
     it, the same error note. spawn_ahead: while an episode is graded, start the next episode's grading processes
     (default True: a reset and an immediate submit then wait for no Python start); False for an env that serves one
     episode and is closed (the trainer adapters make one per episode), where they would start only to be killed.
+    prepare_ahead: with spawn_ahead, where this episode began with reset() without a seed (the autoreset of vector
+    envs), also draw the next episode's grading seed at its end and have those processes prepare that grading while
+    this one is graded (default True): the next reset() and an immediate submit then wait for no preparing either.
+    That seed is the draw reset() would make, so the grading seeds are the same either way. After a reset(seed=...)
+    nothing is prepared ahead (a caller that seeds every reset would only waste it); a reset(seed=...) that follows a
+    grading prepared ahead discards it and prepares its own at reset.
 
     Raises:
         UnknownTaskError: no task of that name, env id or folder (the message offers close matches).
@@ -119,7 +125,7 @@ class KernelArenaEnv(gym.Env):
                  command_timeout_s: float = 300.0, grader: GraderConfig | None = None,
                  render_mode: str | None = None, tasks_dir: str | Path | list[str | Path] | None = None,
                  workspace_cap_bytes: int = 4 << 30, workspace_cap_files: int = DEFAULT_WORKSPACE_CAP_FILES,
-                 spawn_ahead: bool = True):
+                 spawn_ahead: bool = True, prepare_ahead: bool = True):
         check_env_args(render_mode, max_steps)
         self.task = resolve_task(task, tasks_dir=tasks_dir)
         self.task_format = format_of(self.task)
@@ -133,7 +139,7 @@ class KernelArenaEnv(gym.Env):
         self.max_steps, self.max_wall_s, self.render_mode = max_steps, max_wall_s, render_mode
         self.command_limits = Limits(timeout_s=command_timeout_s)
         self.workspace_cap_bytes = workspace_cap_bytes
-        self.spawn_ahead = spawn_ahead
+        self.spawn_ahead, self.prepare_ahead = spawn_ahead, prepare_ahead
         self.workspace_cap_files = workspace_cap_files
         # The grader sandboxes the candidate as the env sandboxes commands.
         self.grader_config = self.task_format.grader_config(dataclasses.replace(grader or GraderConfig(),
@@ -142,6 +148,9 @@ class KernelArenaEnv(gym.Env):
         self.observation_space = observation_space()
         self.workspace: Path | None = None
         self.grader: EpisodeGrader | None = None
+        self._next_episode: tuple[str, Path, EpisodeGrader] | None = None  # see step
+        self._next_grading_seed: int | None = None  # drawn for `_next_episode` where its grading was prepared
+        self._reset_unseeded = False  # whether the last reset() was given no seed
         self._done = True
         self._last_output = ""
 
@@ -151,6 +160,12 @@ class KernelArenaEnv(gym.Env):
             self.grader.stop_worker()
         # The episode made ahead while the last one was graded (its grader's processes started then), else a new one.
         next_episode, self._next_episode = getattr(self, "_next_episode", None), None
+        # Its grading prepared ahead serves only a reset that does not reseed np_random: the seed it was prepared
+        # for is then this reset's draw, made early.
+        prepared_seed, self._next_grading_seed = getattr(self, "_next_grading_seed", None), None
+        if seed is not None:
+            prepared_seed = None
+        self._reset_unseeded = seed is None  # the caller's pattern: `_start_next_episode` prepares ahead only then
         self.episode_id, self.episode_dir, self.grader = next_episode or self._new_episode()
         fmt = self.task_format
         self.workspace = fmt.create_workspace(self.task, self.episode_dir / "workspace", self.hardware,
@@ -163,10 +178,13 @@ class KernelArenaEnv(gym.Env):
         self.sandbox = make_sandbox(self.sandbox_kind, self.workspace, gpu=not self.hardware.interpreter,
                                     env=fmt.sandbox_env(self.task, self.hardware), limits=self.command_limits,
                                     readonly=[lock] if lock else [])
-        # Drawn now so the warm worker can prepare this very grading while the agent works (worker.py).
-        self._grading_seed = int(self.np_random.integers(0, 2**31 - 1))
-        if self.grader_config.warm_worker:
-            self.grader.start_worker(seed=self._grading_seed)
+        if prepared_seed is not None:
+            self._grading_seed = prepared_seed  # its grading is being prepared already
+        else:
+            # Drawn now so the warm worker can prepare this very grading while the agent works (worker.py).
+            self._grading_seed = self._draw_grading_seed()
+            if self.grader_config.warm_worker:
+                self.grader.start_worker(seed=self._grading_seed)
         self.steps, self.start_time, self._done, self.grade = 0, time.monotonic(), False, None
         prompt = fmt.build_prompt(self.task, self.hardware, self.workspace, self.max_steps, self.max_wall_s)
         self._last_output = ""
@@ -197,11 +215,10 @@ class KernelArenaEnv(gym.Env):
             why = ("submitted" if terminated else "the policy stopped without submitting; grading the current kernel"
                    if stopped else "budget spent (steps or wall-clock); grading the current kernel")
             if self.grader_config.warm_worker and self.spawn_ahead:
-                # The next episode's grader starts its processes now, while this one grades: a reset and an
-                # immediate submit then wait for neither Python process to start.
-                self._next_episode = self._new_episode()
-                self._next_episode[2].spawn()
+                self._start_next_episode()
             self.grade = self._grade()
+            if self._next_episode is not None:
+                self._next_episode[2].release_observer()  # held while this episode's candidate ran
             (self.episode_dir / "grade.json").write_text(json.dumps(self.grade.to_dict(), default=str))
             output = f"{output}\n[{why}]\n{self.grade.summary()}".lstrip()
             reward, self._done = float(self.grade.score), True
@@ -212,11 +229,27 @@ class KernelArenaEnv(gym.Env):
     def close(self):
         if getattr(self, "grader", None) is not None:
             self.grader.stop_worker()
-        next_episode, self._next_episode = getattr(self, "_next_episode", None), None
+        next_episode, self._next_episode, self._next_grading_seed = getattr(self, "_next_episode", None), None, None
         if next_episode is not None:  # made ahead and never started: its processes stop, its folder goes
             next_episode[2].stop_worker()
             remove_tree(next_episode[1])
         super().close()
+
+    def _start_next_episode(self) -> None:
+        """Make the next episode while this one is graded, and start its grader's processes: a reset and an immediate
+        submit then wait for neither Python process to start. With prepare_ahead, after a reset() without a seed, also
+        draw the next grading seed now (the draw reset() would make next) and have them prepare that grading; the observer's part of it waits until
+        this episode's grading is done (`release_observer`), since this episode's candidate runs meanwhile."""
+        self._next_episode = self._new_episode()
+        grader = self._next_episode[2]
+        grader.spawn()
+        if self.prepare_ahead and self._reset_unseeded:
+            self._next_grading_seed = self._draw_grading_seed()
+            grader.start_worker(seed=self._next_grading_seed, hold_observer=True)
+
+    def _draw_grading_seed(self) -> int:
+        """The next grading seed from np_random; drawn nowhere else, so it follows the seed given to reset()."""
+        return int(self.np_random.integers(0, 2**31 - 1))
 
     def _new_episode(self) -> tuple[str, Path, EpisodeGrader]:
         """A new episode's id, folder (owner-only: files the sandboxed agent or kernel made, even setuid ones when

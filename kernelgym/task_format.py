@@ -22,7 +22,7 @@ from kernelgym.task import Task
 class EpisodeGrader(Protocol):
     """What the env asks of a format's grader during an episode.
 
-    A grader that runs nothing in the background (the reference format's) implements the four worker methods as
+    A grader that runs nothing in the background (the reference format's) implements the five worker methods as
     doing nothing.
     """
 
@@ -30,8 +30,13 @@ class EpisodeGrader(Protocol):
         """Start the first grading's processes before its seed is drawn (the env calls it for the next episode while
         the one before is graded), if the grader has any."""
 
-    def start_worker(self, seed: int | None = None) -> None:
-        """Start preparing the grading with `seed` while the agent works (the warm worker), if the grader has one."""
+    def start_worker(self, seed: int | None = None, hold_observer: bool = False) -> None:
+        """Start preparing the grading with `seed` while the agent works (the warm worker), if the grader has one.
+        `hold_observer`: background work that no candidate code may overlap waits for `release_observer` (the env
+        prepares the next episode's grading while the current one's candidate runs)."""
+
+    def release_observer(self) -> None:
+        """Start the background work that `start_worker(seed, hold_observer=True)` held back, if any."""
 
     def stop_worker(self) -> None:
         """Stop whatever `start_worker` started; safe to call when nothing runs."""

@@ -1,15 +1,24 @@
 """The next episode's grading processes are started while the episode before is graded (kernelgym/env.py with
 `Grader.spawn`, grader.py): the next reset takes them instead of starting Python processes, the grade is the same, and
-an env closed before that reset leaves no process or folder behind. The time it saves is measured on the H200
-(benchmarks/throughput.py), not here."""
+an env closed before that reset leaves no process or folder behind. With prepare_ahead (the default), after an episode begun
+by reset() without a seed, they also prepare the next grading then, for the seed the next reset() draws: the seeds are
+the same as without it, and a reset(seed=...) grades with its own seed. The time it saves is measured on the H200 (benchmarks/throughput.py), not
+here."""
+import subprocess
+
 import gymnasium as gym
+from gymnasium.utils.seeding import np_random
 
 import kernelgym  # noqa: F401 - registers the envs
+from kernelgym.discovery import get_task
 from kernelgym.grader.grader import Grader
+from kernelgym.hardware import detect_profile
+
+ENV_ID = "KernelArena/triton-rmsnorm-v0"
 
 
 def test_the_next_reset_takes_the_processes_spawned_during_the_grading(tmp_path, require_bwrap):
-    env = gym.make("KernelArena/triton-rmsnorm-v0", run_dir=tmp_path / "run", max_steps=3).unwrapped
+    env = gym.make(ENV_ID, run_dir=tmp_path / "run", max_steps=3, prepare_ahead=False).unwrapped
     try:
         env.reset(seed=1)
         assert env._next_episode is None
@@ -30,7 +39,7 @@ def test_the_next_reset_takes_the_processes_spawned_during_the_grading(tmp_path,
 
 
 def test_closing_before_the_next_reset_stops_the_spawned_processes(tmp_path, require_bwrap):
-    env = gym.make("KernelArena/triton-rmsnorm-v0", run_dir=tmp_path / "run", max_steps=3).unwrapped
+    env = gym.make(ENV_ID, run_dir=tmp_path / "run", max_steps=3, prepare_ahead=False).unwrapped
     env.reset(seed=1)
     env.step({"kind": "submit"})
     _, episode_dir, grader = env._next_episode
@@ -52,3 +61,110 @@ def test_an_adapters_env_serves_one_episode_and_spawns_nothing(tmp_path, require
         assert terminated and reward == 120.0 and env._next_episode is None
     finally:
         env.close()
+
+
+def _grading_seeds(env) -> list[int]:
+    """The grading seeds of reset(seed=3) and three reset()s, each episode submitted at once (graded with them)."""
+    seeds = []
+    for seed in (3, None, None, None):
+        env.reset(seed=seed)
+        _, reward, terminated, *_ = env.step({"kind": "submit"})
+        assert terminated and reward == 120.0 and env.grader.session.seed == env._grading_seed
+        seeds.append(env._grading_seed)
+    return seeds
+
+
+def test_the_next_grading_is_prepared_during_the_grading_with_the_seed_reset_would_draw(tmp_path, require_bwrap,
+                                                                                       monkeypatch):
+    off = gym.make(ENV_ID, run_dir=tmp_path / "off", max_steps=3, prepare_ahead=False).unwrapped
+    try:
+        expected = _grading_seeds(off)
+    finally:
+        off.close()
+    events = []  # the next grader's preparing starts before this grading, its observer's part after it
+    for name in ("start_worker", "release_observer", "grade"):
+        real = getattr(Grader, name)
+        monkeypatch.setattr(Grader, name, lambda self, *a, _real=real, _name=name, **k: (
+            events.append((_name, id(self), k.get("hold_observer"))), _real(self, *a, **k))[1])
+    env = gym.make(ENV_ID, run_dir=tmp_path / "on", max_steps=3).unwrapped
+    try:
+        env.reset(seed=3)
+        env.step({"kind": "submit"})
+        assert env._next_grading_seed is None and env._next_episode[2]._prepared is None  # seeded: not ahead
+        env.reset()
+        seeds, prepared = [expected[0], env._grading_seed], None
+        for _ in range(3):
+            graded_by, events[:] = env.grader, []
+            _, reward, terminated, *_ = env.step({"kind": "submit"})
+            assert terminated and reward == 120.0 and graded_by.session.seed == seeds[-1]
+            if prepared is not None:
+                assert graded_by.session.gdir == prepared.gdir  # graded where it was prepared
+            if len(seeds) == 4:
+                break
+            _, _, grader = env._next_episode
+            prepared, worker = grader._prepared, grader.worker
+            assert prepared is not None and prepared.seed == env._next_grading_seed and worker.alive()
+            own = ("release_observer", id(graded_by), None)  # the grade's own release (nothing held: a no-op)
+            assert [e for e in events if e != own] == [("start_worker", id(grader), True),
+                                                       ("grade", id(graded_by), None),
+                                                       ("release_observer", id(grader), None)]
+            events[:] = []
+            env.reset()
+            assert env.grader is grader and grader.worker is worker and env._grading_seed == prepared.seed
+            assert not any(e[0] == "start_worker" for e in events)  # prepared already: not started again
+            seeds.append(env._grading_seed)
+    finally:
+        env.close()
+    assert seeds == expected
+
+
+def test_a_reset_with_a_seed_grades_its_own_and_close_stops_what_was_prepared(tmp_path, require_bwrap):
+    env = gym.make(ENV_ID, run_dir=tmp_path / "run", max_steps=3).unwrapped
+    try:
+        env.reset(seed=3)
+        env.step({"kind": "submit"})
+        env.reset()
+        env.step({"kind": "submit"})
+        prepared_worker = env._next_episode[2].worker
+        assert env._next_episode[2]._prepared is not None  # after a reset() without a seed: prepared ahead
+        env.reset(seed=5)  # reseeds np_random: what was prepared for the old draw is given up
+        prepared_worker.proc.wait(timeout=10)
+        rng, _ = np_random(5)
+        assert env._grading_seed == int(rng.integers(0, 2**31 - 1))
+        _, reward, terminated, *_ = env.step({"kind": "submit"})
+        assert terminated and reward == 120.0 and env.grader.session.seed == env._grading_seed
+        _, episode_dir, grader = env._next_episode
+        worker = grader._spare.worker
+        # After a seeded reset the next episode's processes are spawned, not prepared: a caller that seeds every
+        # reset would discard each preparation.
+        assert worker.alive() and grader._prepared is None and env._next_grading_seed is None
+    finally:
+        env.close()
+    worker.proc.wait(timeout=10)
+    assert not worker.alive() and not episode_dir.exists()
+
+
+def test_the_observers_part_of_a_prepared_grading_waits_for_its_release(tmp_path, require_bwrap, monkeypatch):
+    started = []
+    monkeypatch.setattr(Grader, "observer_unavailable", lambda self: None)  # as on a GPU
+    monkeypatch.setattr(Grader, "_prepare_observer", lambda self, session, observed, token, spawned=None:
+                        started.append((session.seed, token, spawned)))
+    grader = Grader(get_task("triton-rmsnorm"), detect_profile("cpu-interpreter"), tmp_path / "grading")
+    try:
+        grader.start_worker(seed=4, hold_observer=True)
+        assert started == [] and grader._observer_thread is None
+        grader.release_observer()
+        grader._observer_thread.join()
+        grader.release_observer()  # nothing held: nothing more starts
+        assert [(seed, token) for seed, token, _ in started] == [(4, grader._ahead_token)]
+        # Stopped while held: the observed run spawned for it is killed, and nothing starts later.
+        grader.start_worker(seed=5, hold_observer=True)
+        run = subprocess.Popen(["sleep", "60"], start_new_session=True)
+        session, token, _ = grader._held_observer
+        grader._held_observer = (session, token, type("Run", (), {"proc": run})())
+        grader.stop_worker()
+        assert run.wait(timeout=10) is not None and grader._held_observer is None
+        grader.release_observer()
+        assert len(started) == 1
+    finally:
+        grader.stop_worker()

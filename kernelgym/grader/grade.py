@@ -60,11 +60,12 @@ class GraderConfig:
     """Fraction of gradings observed, drawn at random per grading (below 1 for RL throughput where the observed run
     costs a process of its own: under ncu, or with `observe_in_checked_run` off); each grade's ``checks`` says
     whether its grading was observed."""
-    observe_in_checked_run: bool = False
+    observe_in_checked_run: bool = True
     """Under the kernel tracer with every grading observed (`observe_fraction` 1): the candidate's own checked run is
     the observed one (its checked calls traced, its timed runs after them untraced), so no second process imports,
-    prepares and runs the kernel (observing.py). False (the default until it is measured on a GPU:
-    `benchmarks/gpu_issue24.sh session8`): a run of its own observes it, as under ncu."""
+    prepares and runs the kernel (observing.py). On by default since the H100 measured it
+    (benchmarks/results/README.md, 2026-12-07: rmsnorm 3742 gradings an hour at 8 envs against 2241 with a run of
+    its own, every Triton baseline observed this way at 220 +- 1%). False: a run of its own observes, as under ncu."""
     observer_margin: float = 0.25
     """How far (a fraction) a measured speedup more than `observer.NOISE` above 1 may exceed the profiler's ratio of
     device times."""

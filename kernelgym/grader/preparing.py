@@ -42,6 +42,10 @@ def _draw() -> float:
 class Preparing:
     """The preparing methods of `Grader` (see the module docstring)."""
 
+    #: The observer's work for the prepared grading that `start_worker(seed, hold_observer=True)` held back until
+    #: `release_observer`: that grading's session, its token, and the observed run `spawn` started (or None).
+    _held_observer: "tuple[GradingSession, object, _ObservedRun | None] | None" = None
+
     def spawn(self) -> None:
         """Start this grader's first grading's processes before its seed is drawn: the warm worker, bound to a new
         grading directory, and (where the observer runs here) the observed run ahead, bound to directories of its
@@ -57,7 +61,7 @@ class Preparing:
         ahead = self._start_observed_run(None, None) if observed_apart else None
         self._spare = _Spare(gdir, self._new_worker(gdir), ahead)
 
-    def start_worker(self, seed: int | None = None) -> None:
+    def start_worker(self, seed: int | None = None, hold_observer: bool = False) -> None:
         """Start a warm worker (see worker.py), or take the one `spawn` started. With `seed`, also prepare the grading
         of that seed while the agent works: the next `grade(workspace, seed)` then only imports and runs the candidate
         (harness.prepare: CUDA start, inputs, the baseline's compilation and graphs; here: the reference outputs).
@@ -65,7 +69,13 @@ class Preparing:
         replace.
 
         Without `seed` the worker may write anywhere under `work_dir`: it serves only `keep_worker` gradings,
-        which are of trusted code (the pristine original on unseen configs); `grade` uses it for nothing else."""
+        which are of trusted code (the pristine original on unseen configs); `grade` uses it for nothing else.
+
+        `hold_observer`: the observer's background work for this grading (the pristine baseline's observation where
+        this process holds none, then the observed run ahead) waits for `release_observer`. The env holds it when it
+        prepares the next episode's grading while the current episode's candidate runs: no candidate code may run
+        beside the baseline's observation (its device times are kept for every later cross-check), and an observed
+        run preparing under ncu (which flushes the caches before every kernel) must not overlap timed runs."""
         spare, self._spare = self._spare, None
         self.stop_worker()
         self._prepared = None
@@ -85,13 +95,24 @@ class Preparing:
         self._prepared = session
         spawned = spare.ahead if spare is not None else None
         if self.observer_unavailable() is None:
-            observed = self._observe_drawn[session.gdir] = _draw() < self.config.observe_fraction
+            self._observe_drawn[session.gdir] = _draw() < self.config.observe_fraction
             self._ahead_token = token = object()
-            self._observer_thread = threading.Thread(target=self._prepare_observer, daemon=True,
-                                                     args=(session, observed, token, spawned))
-            self._observer_thread.start()
+            self._held_observer = (session, token, spawned)
+            if not hold_observer:
+                self.release_observer()
         elif spawned is not None:
             kill_group(spawned.proc)
+
+    def release_observer(self) -> None:
+        """Start the observer's background work that `start_worker` held back (`hold_observer`); a no-op where none
+        is held. `grade` releases it too, at the latest, before it waits for that work."""
+        held, self._held_observer = self._held_observer, None
+        if held is None:
+            return
+        session, token, spawned = held
+        self._observer_thread = threading.Thread(target=self._prepare_observer, daemon=True,
+                                                 args=(session, self._observe_drawn[session.gdir], token, spawned))
+        self._observer_thread.start()
 
     def _new_worker(self, gdir: Path | None) -> GraderWorker:
         """A warm worker whose sandbox binds the grading directory `gdir` (None: all of `work_dir`, for
@@ -111,6 +132,9 @@ class Preparing:
         spare, self._spare = self._spare, None
         if spare is not None:
             spare.stop()
+        held, self._held_observer = self._held_observer, None
+        if held is not None and held[2] is not None:
+            kill_group(held[2].proc)  # the observed run `spawn` started, never given its request
         self.stop_observer()
 
     def _session_for(self, seed: int) -> GradingSession:
@@ -118,6 +142,7 @@ class Preparing:
         prepared, self._prepared = self._prepared, None
         if prepared is not None and prepared.seed == seed and self.worker is not None and self.worker.alive():
             prepared.started = time.monotonic()
+            self.release_observer()  # where still held, it starts before this grading waits for it
             return prepared
         if not self.keep_worker:
             self.stop_worker()  # prepared for another seed, or not prepared: a fresh process grades

@@ -264,8 +264,11 @@ class ReferenceGrader:
     def spawn(self) -> None:
         """Does nothing: there is no warm worker (the folder's commands run at grading only)."""
 
-    def start_worker(self, seed: int | None = None) -> None:
+    def start_worker(self, seed: int | None = None, hold_observer: bool = False) -> None:
         """Does nothing: there is no warm worker (the folder's commands run at grading only)."""
+
+    def release_observer(self) -> None:
+        """Does nothing: nothing is held back."""
 
     def stop_worker(self) -> None:
         """Does nothing: `start_worker` starts nothing."""
