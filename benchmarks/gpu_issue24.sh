@@ -17,6 +17,7 @@
 #     bash benchmarks/gpu_issue24.sh session7-matmul  # matmul at 8 envs (4.5 min)
 #     bash benchmarks/gpu_issue24.sh session8    # the traced checked run: 1 env, A/B at 8 envs, four heavy baselines (7.5 min)
 #     bash benchmarks/gpu_issue24.sh session8-matmul  # matmul at 8 envs, traced checked runs (4.5 min)
+#     bash benchmarks/gpu_issue24.sh session9    # prepare_ahead at 1 env, on against off; matmul at 4 and 8 envs (7 min)
 #     bash benchmarks/gpu_issue24.sh baselines-parallel [--references-on-gpu]  # the 24 Triton baselines, 4 at once (5 min)
 # COMMIT=<hash> names the commit measured in machine.txt (the device's copy of .git is not the checkout's).
 # Copy $OUT into benchmarks/results/ with the machine and date.
@@ -157,6 +158,16 @@ session8)
 session8-short)
     # The first two parts of session8 alone (about 5 min).
     session8_ab
+    ;;
+session9)
+    # The env's prepare_ahead at 1 env (the next grading prepared while the last is graded), on against off, rmsnorm,
+    # 30 s each, then on again (the first side pays the caches); then matmul at 4 and 8 envs with the checks' reasons
+    # kept (why its gradings went untimed on the 80 GB H100). About 7 min.
+    tp 75 triton-rmsnorm 1 30 s9_rmsnorm_n1_on_cold.json
+    tp 75 triton-rmsnorm 1 30 s9_rmsnorm_n1_off.json --no-prepare-ahead
+    tp 75 triton-rmsnorm 1 30 s9_rmsnorm_n1_on.json
+    tp 150 triton-matmul 4 90 s9_matmul_n4.json
+    tp 150 triton-matmul 8 90 s9_matmul_n8.json
     ;;
 session8-matmul)
     # matmul at 8 envs, whose observed runs apart ran the 80 GB H100 out of memory (2026-12-07), now without them.
