@@ -163,9 +163,9 @@ session9)
     # The env's prepare_ahead at 1 env (the next grading prepared while the last is graded), on against off, rmsnorm,
     # 30 s each, then on again (the first side pays the caches); then matmul at 4 and 8 envs with the checks' reasons
     # kept (why its gradings went untimed on the 80 GB H100). About 7 min.
-    tp 75 triton-rmsnorm 1 30 s9_rmsnorm_n1_on_cold.json
+    tp 75 triton-rmsnorm 1 30 s9_rmsnorm_n1_on_cold.json --prepare-ahead
     tp 75 triton-rmsnorm 1 30 s9_rmsnorm_n1_off.json --no-prepare-ahead
-    tp 75 triton-rmsnorm 1 30 s9_rmsnorm_n1_on.json
+    tp 75 triton-rmsnorm 1 30 s9_rmsnorm_n1_on.json --prepare-ahead
     tp 150 triton-matmul 4 90 s9_matmul_n4.json
     tp 150 triton-matmul 8 90 s9_matmul_n8.json
     ;;

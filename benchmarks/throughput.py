@@ -5,10 +5,9 @@ for a fixed time (the issue-24 measure: what an RL loop that grades every episod
 
 Each process makes one env (with its share of the CPU cores as torch's threads: cores / N, as one runs N envs on a
 host; the default GraderConfig, the observer as configured by default) and resets it as an RL loop's autoreset does:
-with a seed (0) the first time, with reset() after that, so each later episode's grading is prepared while the one
-before is graded (the env's prepare_ahead; `--no-prepare-ahead` turns it off: each grading is then prepared at its
-reset, with the same seeds). It records, per episode, the reset and submit wall times (s), the reward, and the CPU
-seconds of the env's own process. The result per N: gradings, wall seconds, gradings per hour, first and later
+with a seed (0) the first time, with reset() after that; `--prepare-ahead` has each later episode's grading prepared
+while the one before is graded (the env's prepare_ahead; the seeds are the same either way). It records, per
+episode, the reset and submit wall times (s), the reward, and the CPU seconds of the env's own process. The result per N: gradings, wall seconds, gradings per hour, first and later
 per-grading times, submit-to-reward median and p95, the GPU's and the host CPU's busy fractions (nvidia-smi,
 /proc/stat), the host's and the env processes' CPU seconds per grading, the median of each grading phase (the grade's
 `phases_s`, and the checked and observed runs' own logged phases), and the rewards seen; and, since each grading times
@@ -70,7 +69,7 @@ def _grading_detail(env) -> dict:
 
 
 def _worker(task: str, seconds: float, run_dir: str, queue, threads: int, grader_kwargs: dict,
-            prepare_ahead: bool) -> None:
+            prepare_ahead: bool | None) -> None:
     import torch
 
     import kernelgym  # noqa: F401 - registers the envs
@@ -81,10 +80,16 @@ def _worker(task: str, seconds: float, run_dir: str, queue, threads: int, grader
     torch.set_num_threads(threads)
 
     rows = []
+    import inspect
+
+    from kernelgym.env import KernelArenaEnv
     from kernelgym.grader import GraderConfig
+    if prepare_ahead is None:  # as the envs will have it (False where the tree has no such setting)
+        default = inspect.signature(KernelArenaEnv).parameters.get("prepare_ahead")
+        prepare_ahead = bool(default.default) if default is not None else False
     # Only where asked: an older tree's env lacks the argument.
     env = KernelArenaEnv(task, run_dir=run_dir, max_steps=2, grader=GraderConfig(**grader_kwargs),
-                         **({} if prepare_ahead else {"prepare_ahead": False}))
+                         **({} if prepare_ahead is None else {"prepare_ahead": prepare_ahead}))
     deadline = time.monotonic() + seconds
     try:
         while time.monotonic() < deadline:
@@ -167,11 +172,12 @@ def _cpu_busy(before: tuple[int, int] | None) -> float | None:
 
 def measure(task: str, n_envs: int, seconds: float, run_root: Path, harness_threads: int = 4,
             gpu_schedule: bool = False, references_on_gpu: bool = True, observe_in_checked_run: bool | None = None,
-            prepare_ahead: bool = True) -> dict:
+            prepare_ahead: bool | None = None) -> dict:
     """N envs in N processes for `seconds`; gradings that finished in the window count. `gpu_schedule`:
     `GraderConfig.gpu_schedule` (the envs take turns on the GPU for their timed and observed runs);
     `references_on_gpu`: `GraderConfig.references_on_gpu`; `observe_in_checked_run`: the same setting (None: the
-    tree's default; passed only where set: an older tree's GraderConfig lacks it); `prepare_ahead`: the env's (passed only where False)."""
+    tree's default; passed only where set: an older tree's GraderConfig lacks it); `prepare_ahead`: the env's (None:
+    its default; passed only where set)."""
     grader_kwargs = {"harness_cpu_threads": harness_threads, **({"gpu_schedule": True} if gpu_schedule else {}),
                      "references_on_gpu": references_on_gpu,
                      **({} if observe_in_checked_run is None else {"observe_in_checked_run": observe_in_checked_run})}
@@ -236,8 +242,9 @@ def main() -> None:
     ap.add_argument("--observe-in-checked-run", action=argparse.BooleanOptionalAction, default=None,
                     help="GraderConfig.observe_in_checked_run: under the tracer the checked run is the observed one "
                          "(default: the tree's own default)")
-    ap.add_argument("--no-prepare-ahead", dest="prepare_ahead", action="store_false",
-                    help="the env's prepare_ahead=False: each grading is prepared at its reset, not during the last")
+    ap.add_argument("--prepare-ahead", action=argparse.BooleanOptionalAction, default=None,
+                    help="the env's prepare_ahead: each later grading prepared while the last is graded "
+                         "(default: the env's own default)")
     ap.add_argument("--out", default="throughput.json")
     args = ap.parse_args()
     results = []

@@ -1,6 +1,7 @@
 """`KernelArenaEnv`: a GPU-kernel optimization task as a Gymnasium environment."""
 from __future__ import annotations
 
+import copy
 import dataclasses
 import json
 import os
@@ -11,6 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import gymnasium as gym
+import numpy as np
 
 from kernelgym.discovery import EPISODE_RECORD
 from kernelgym.grader import Grade, GraderConfig
@@ -101,11 +103,14 @@ class KernelArenaEnv(gym.Env):
     (default True: a reset and an immediate submit then wait for no Python start); False for an env that serves one
     episode and is closed (the trainer adapters make one per episode), where they would start only to be killed.
     prepare_ahead: with spawn_ahead, where this episode began with reset() without a seed (the autoreset of vector
-    envs), also draw the next episode's grading seed at its end and have those processes prepare that grading while
-    this one is graded (default True): the next reset() and an immediate submit then wait for no preparing either.
-    That seed is the draw reset() would make, so the grading seeds are the same either way. After a reset(seed=...)
-    nothing is prepared ahead (a caller that seeds every reset would only waste it); a reset(seed=...) that follows a
-    grading prepared ahead discards it and prepares its own at reset.
+    envs), also peek at the next grading seed at its end (the draw the next reset() will make, on a copy of
+    np_random) and have those processes prepare that grading while this one is graded: the next reset() and an
+    immediate submit then wait for no preparing either. reset() still draws its seed itself and takes the prepared
+    grading only where the draw is the one peeked at (a reseed, or another draw from np_random since, discards it),
+    so the grading seeds are the same either way. After a reset(seed=...) nothing is prepared ahead (a caller that
+    seeds every reset would only waste it). Default False: the next grading's preparation (its GPU references, CUDA
+    start and the baseline's graphs) then runs beside this grading's timed runs, which is not yet measured for noise
+    on a GPU (benchmarks/gpu_issue24.sh session9).
 
     Raises:
         UnknownTaskError: no task of that name, env id or folder (the message offers close matches).
@@ -125,7 +130,7 @@ class KernelArenaEnv(gym.Env):
                  command_timeout_s: float = 300.0, grader: GraderConfig | None = None,
                  render_mode: str | None = None, tasks_dir: str | Path | list[str | Path] | None = None,
                  workspace_cap_bytes: int = 4 << 30, workspace_cap_files: int = DEFAULT_WORKSPACE_CAP_FILES,
-                 spawn_ahead: bool = True, prepare_ahead: bool = True):
+                 spawn_ahead: bool = True, prepare_ahead: bool = False):
         check_env_args(render_mode, max_steps)
         self.task = resolve_task(task, tasks_dir=tasks_dir)
         self.task_format = format_of(self.task)
@@ -149,7 +154,7 @@ class KernelArenaEnv(gym.Env):
         self.workspace: Path | None = None
         self.grader: EpisodeGrader | None = None
         self._next_episode: tuple[str, Path, EpisodeGrader] | None = None  # see step
-        self._next_grading_seed: int | None = None  # drawn for `_next_episode` where its grading was prepared
+        self._next_grading_seed: int | None = None  # peeked at for `_next_episode` where its grading was prepared
         self._reset_unseeded = False  # whether the last reset() was given no seed
         self._done = True
         self._last_output = ""
@@ -160,11 +165,7 @@ class KernelArenaEnv(gym.Env):
             self.grader.stop_worker()
         # The episode made ahead while the last one was graded (its grader's processes started then), else a new one.
         next_episode, self._next_episode = getattr(self, "_next_episode", None), None
-        # Its grading prepared ahead serves only a reset that does not reseed np_random: the seed it was prepared
-        # for is then this reset's draw, made early.
-        prepared_seed, self._next_grading_seed = getattr(self, "_next_grading_seed", None), None
-        if seed is not None:
-            prepared_seed = None
+        prepared_seed, self._next_grading_seed = self._next_grading_seed, None
         self._reset_unseeded = seed is None  # the caller's pattern: `_start_next_episode` prepares ahead only then
         self.episode_id, self.episode_dir, self.grader = next_episode or self._new_episode()
         fmt = self.task_format
@@ -178,13 +179,11 @@ class KernelArenaEnv(gym.Env):
         self.sandbox = make_sandbox(self.sandbox_kind, self.workspace, gpu=not self.hardware.interpreter,
                                     env=fmt.sandbox_env(self.task, self.hardware), limits=self.command_limits,
                                     readonly=[lock] if lock else [])
-        if prepared_seed is not None:
-            self._grading_seed = prepared_seed  # its grading is being prepared already
-        else:
-            # Drawn now so the warm worker can prepare this very grading while the agent works (worker.py).
-            self._grading_seed = self._draw_grading_seed()
-            if self.grader_config.warm_worker:
-                self.grader.start_worker(seed=self._grading_seed)
+        # Drawn now so the warm worker can prepare this very grading while the agent works (worker.py); a grading
+        # prepared ahead (`_start_next_episode`) serves where its seed is this very draw.
+        self._grading_seed = _grading_seed(self.np_random)
+        if self.grader_config.warm_worker and prepared_seed != self._grading_seed:
+            self.grader.start_worker(seed=self._grading_seed)
         self.steps, self.start_time, self._done, self.grade = 0, time.monotonic(), False, None
         prompt = fmt.build_prompt(self.task, self.hardware, self.workspace, self.max_steps, self.max_wall_s)
         self._last_output = ""
@@ -238,18 +237,17 @@ class KernelArenaEnv(gym.Env):
     def _start_next_episode(self) -> None:
         """Make the next episode while this one is graded, and start its grader's processes: a reset and an immediate
         submit then wait for neither Python process to start. With prepare_ahead, after a reset() without a seed, also
-        draw the next grading seed now (the draw reset() would make next) and have them prepare that grading; the observer's part of it waits until
-        this episode's grading is done (`release_observer`), since this episode's candidate runs meanwhile."""
+        peek at the next grading seed (the draw the next reset() makes) and have them prepare that grading; the
+        observer's part of it waits until this episode's grading is done (`release_observer`), since this episode's
+        candidate runs meanwhile."""
+        if self._next_episode is not None:  # a step retried after its grading raised: made (and prepared) already
+            return
         self._next_episode = self._new_episode()
         grader = self._next_episode[2]
         grader.spawn()
         if self.prepare_ahead and self._reset_unseeded:
-            self._next_grading_seed = self._draw_grading_seed()
+            self._next_grading_seed = _grading_seed(copy.deepcopy(self.np_random))
             grader.start_worker(seed=self._next_grading_seed, hold_observer=True)
-
-    def _draw_grading_seed(self) -> int:
-        """The next grading seed from np_random; drawn nowhere else, so it follows the seed given to reset()."""
-        return int(self.np_random.integers(0, 2**31 - 1))
 
     def _new_episode(self) -> tuple[str, Path, EpisodeGrader]:
         """A new episode's id, folder (owner-only: files the sandboxed agent or kernel made, even setuid ones when
@@ -371,3 +369,8 @@ def _write_nofollow(path: Path, content: str) -> None:
 
 def _size(n: int) -> str:
     return f"{n / (1 << 30):.2f} GiB" if n >= 1 << 30 else f"{n / (1 << 20):.1f} MiB"
+
+
+def _grading_seed(rng: np.random.Generator) -> int:
+    """A grading seed drawn from `rng` (the env's np_random, or a copy of it to peek at the next draw)."""
+    return int(rng.integers(0, 2**31 - 1))

@@ -4,6 +4,7 @@ an env closed before that reset leaves no process or folder behind. With prepare
 by reset() without a seed, they also prepare the next grading then, for the seed the next reset() draws: the seeds are
 the same as without it, and a reset(seed=...) grades with its own seed. The time it saves is measured on the H200 (benchmarks/throughput.py), not
 here."""
+import copy
 import subprocess
 
 import gymnasium as gym
@@ -86,7 +87,7 @@ def test_the_next_grading_is_prepared_during_the_grading_with_the_seed_reset_wou
         real = getattr(Grader, name)
         monkeypatch.setattr(Grader, name, lambda self, *a, _real=real, _name=name, **k: (
             events.append((_name, id(self), k.get("hold_observer"))), _real(self, *a, **k))[1])
-    env = gym.make(ENV_ID, run_dir=tmp_path / "on", max_steps=3).unwrapped
+    env = gym.make(ENV_ID, run_dir=tmp_path / "on", max_steps=3, prepare_ahead=True).unwrapped
     try:
         env.reset(seed=3)
         env.step({"kind": "submit"})
@@ -119,7 +120,7 @@ def test_the_next_grading_is_prepared_during_the_grading_with_the_seed_reset_wou
 
 
 def test_a_reset_with_a_seed_grades_its_own_and_close_stops_what_was_prepared(tmp_path, require_bwrap):
-    env = gym.make(ENV_ID, run_dir=tmp_path / "run", max_steps=3).unwrapped
+    env = gym.make(ENV_ID, run_dir=tmp_path / "run", max_steps=3, prepare_ahead=True).unwrapped
     try:
         env.reset(seed=3)
         env.step({"kind": "submit"})
@@ -138,6 +139,21 @@ def test_a_reset_with_a_seed_grades_its_own_and_close_stops_what_was_prepared(tm
         # After a seeded reset the next episode's processes are spawned, not prepared: a caller that seeds every
         # reset would discard each preparation.
         assert worker.alive() and grader._prepared is None and env._next_grading_seed is None
+        env.reset()
+        assert env._grading_seed == int(rng.integers(0, 2**31 - 1))
+        env.step({"kind": "submit"})
+        prepared_worker, peeked = env._next_episode[2].worker, env._next_grading_seed
+        assert peeked == int(copy.deepcopy(rng).integers(0, 2**31 - 1))  # peeked at: np_random did not move
+        env.np_random.integers(10)  # another draw before the reset (a wrapper's, say): the peek no longer holds
+        rng.integers(10)
+        env.reset()
+        prepared_worker.proc.wait(timeout=10)  # discarded
+        assert env._grading_seed == int(rng.integers(0, 2**31 - 1)) != peeked  # drawn as without prepare_ahead
+        _, reward, terminated, *_ = env.step({"kind": "submit"})
+        assert terminated and reward == 120.0 and env.grader.session.seed == env._grading_seed
+        _, episode_dir, grader = env._next_episode
+        worker = grader.worker
+        assert worker.alive() and grader._prepared is not None
     finally:
         env.close()
     worker.proc.wait(timeout=10)
@@ -168,3 +184,28 @@ def test_the_observers_part_of_a_prepared_grading_waits_for_its_release(tmp_path
         assert len(started) == 1
     finally:
         grader.stop_worker()
+
+
+def test_a_step_retried_after_its_grading_raised_keeps_the_next_episode_made(tmp_path, require_bwrap, monkeypatch):
+    env = gym.make(ENV_ID, run_dir=tmp_path / "run", max_steps=3, prepare_ahead=True).unwrapped
+    try:
+        env.reset()
+        real, calls = env._grade, []
+
+        def grade_failing_once():
+            calls.append(env._next_episode)
+            if len(calls) == 1:
+                raise RuntimeError("the grading raised")
+            return real()
+        monkeypatch.setattr(env, "_grade", grade_failing_once)
+        try:
+            env.step({"kind": "submit"})
+        except RuntimeError:
+            pass
+        made, peeked = env._next_episode, env._next_grading_seed
+        _, reward, terminated, *_ = env.step({"kind": "submit"})
+        # Neither a second next episode (the first one's processes and folder left behind) nor a second peek.
+        assert terminated and reward == 120.0 and calls[1] is made and env._next_grading_seed == peeked
+        assert len(list((tmp_path / "run" / "episodes").iterdir())) == 2
+    finally:
+        env.close()
