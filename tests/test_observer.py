@@ -579,3 +579,31 @@ def test_a_run_ahead_that_died_after_preparing_does_not_refuse_an_honest_kernel(
     assert grade.correct and grade.checks["observer"] == "passed" and len(fresh) == 1, (
         grade.score, grade.checks["observer"], g.session.observer_ahead, len(fresh))
 
+
+
+def test_the_check_inputs_are_let_go_before_the_timed_runs(tmp_path, monkeypatch):
+    """The timed runs read only their own pools: the checked calls' input sets are released before them, so N envs on
+    one card do not each hold them through timing."""
+    import dataclasses
+    import importlib.util
+
+    from kernelgym.grader.grader import Grader
+    from kernelgym.hardware import all_profiles
+    spec = importlib.util.spec_from_file_location("kg_harness_free", Path(__file__).resolve().parents[1] / "kernelgym" / "grader" / "harness.py")
+    harness = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(harness)
+    cpu = next(p for p in all_profiles().values() if p.interpreter)
+    g = Grader(get_task("triton-rmsnorm"), cpu, tmp_path / "work")
+    req = dataclasses.replace(g._request(g.baseline_dir, 3, timed=False), mode="grade",
+                              results_directory=str(tmp_path))
+    state = harness.prepare(req)
+    assert len(state.check_inputs) == len(g.configs)
+    seen = []
+    # The checked calls themselves are not the point here (the interpreter runs them in test_grader).
+    monkeypatch.setattr(harness, "check", lambda req, fn, inputs, backend, warm: {
+        "stage": "check", "ok": True, "configs": [{"ok": True} for _ in inputs]})
+    monkeypatch.setattr(harness, "run_timing", lambda req, state, fn: seen.append(
+        (state.check_inputs, state.warmup_inputs)) or {"configs": []})
+    state.timing = []  # as a GPU grading's prepared baseline would be (the interpreter times nothing)
+    harness.finish(req, state)
+    assert seen == [((), ())]
