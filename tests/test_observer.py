@@ -193,7 +193,8 @@ def test_cpu_interpreter_says_no_observer_runs():
 def test_observed_run_starts_ahead_only_after_the_baseline_and_is_killed_when_given_up(fake_grader, observation,
                                                                                        monkeypatch):
     """Two profilers at once conflict (the second one's process died on the H200): the run started ahead waits for the
-    baseline's observation; a grading given up meanwhile (stop_observer) kills the run once it has started."""
+    baseline's observation; a grading given up meanwhile (stop_observer) starts none, and one given up while its run
+    starts has that run killed."""
     import subprocess
     import sys
     from types import SimpleNamespace
@@ -203,9 +204,14 @@ def test_observed_run_starts_ahead_only_after_the_baseline_and_is_killed_when_gi
     order = []
     monkeypatch.setattr(g, "baseline_observation", lambda: order.append("baseline"))
 
+    started, give_up_while_starting = [], []
+
     def start(gdir, seed):
         order.append("ahead")
         proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"], start_new_session=True)
+        started.append(proc)
+        if give_up_while_starting:
+            g._ahead_token = object()
         return _ObservedRun(proc, gdir, gdir, gdir, [])
     monkeypatch.setattr(g, "_start_observed_run", start)
     session = SimpleNamespace(gdir=g.work_dir, seed=1, traced=False)
@@ -215,9 +221,15 @@ def test_observed_run_starts_ahead_only_after_the_baseline_and_is_killed_when_gi
     kept = g._observing.proc
     g.stop_observer()
     assert kept.wait(timeout=10) is not None and g._observing is None
-    g._ahead_token = object()  # given up while starting: the new run is killed, not kept
+    # Given up before the baseline's observation ended (a reset that discards a grading prepared ahead): no run is
+    # started for it, so no two observed runs profile at once.
+    g._ahead_token = object()
     g._prepare_observer(session, True, token)
-    assert g._observing is None and order == ["baseline", "ahead", "baseline", "ahead"]
+    assert g._observing is None and order == ["baseline", "ahead", "baseline"]
+    g._ahead_token = token
+    give_up_while_starting.append(True)  # given up while its run starts: the run is killed, not kept
+    g._prepare_observer(session, True, token)
+    assert g._observing is None and order[-2:] == ["baseline", "ahead"] and started[-1].wait(timeout=10) is not None
     g._prepare_observer(session, False, g._ahead_token)  # not sampled: the baseline only
     assert order[-1] == "baseline"
 

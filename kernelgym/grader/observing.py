@@ -182,7 +182,9 @@ class Observing:
             self.baseline_observation()
         except ObserverError:
             pass  # said in the grade, where it matters
-        if not observed or session.traced:  # traced: the checked run observes itself
+        with self._ahead_lock:
+            given_up = self._ahead_token is not token  # the grading was given up meanwhile (`stop_observer`)
+        if given_up or not observed or session.traced:  # traced: the checked run observes itself
             if spawned is not None:
                 kill_group(spawned.proc)
             return
