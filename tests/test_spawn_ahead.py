@@ -126,10 +126,11 @@ def test_a_reset_with_a_seed_grades_its_own_and_close_stops_what_was_prepared(tm
         env.step({"kind": "submit"})
         env.reset()
         env.step({"kind": "submit"})
-        prepared_worker = env._next_episode[2].worker
-        assert env._next_episode[2]._prepared is not None  # after a reset() without a seed: prepared ahead
-        env.reset(seed=5)  # reseeds np_random: what was prepared for the old draw is given up
+        prepared_worker, prepared = env._next_episode[2].worker, env._next_episode[2]._prepared
+        assert prepared is not None and prepared.gdir.is_dir()  # after a reset() without a seed: prepared ahead
+        env.reset(seed=5)  # reseeds np_random: what was prepared for the old draw is given up, its folder too
         prepared_worker.proc.wait(timeout=10)
+        assert not prepared.gdir.exists()
         rng, _ = np_random(5)
         assert env._grading_seed == int(rng.integers(0, 2**31 - 1))
         _, reward, terminated, *_ = env.step({"kind": "submit"})

@@ -12,7 +12,7 @@ import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
-from kernelgym.grader.files import copy_public, write_new
+from kernelgym.grader.files import copy_public, remove_tree, write_new
 from kernelgym.grader.observing import _ObservedRun
 from kernelgym.grader.protocol import REQUEST
 from kernelgym.grader.session import GradingSession
@@ -78,7 +78,9 @@ class Preparing:
         run preparing under ncu (which flushes the caches before every kernel) must not overlap timed runs."""
         spare, self._spare = self._spare, None
         self.stop_worker()
-        self._prepared = None
+        discarded, self._prepared = self._prepared, None
+        if discarded is not None and not self.config.keep_grading_dirs:
+            remove_tree(discarded.gdir)  # prepared for a seed no longer asked for (a reseeding reset): never graded
         if spare is not None and (seed is None or not spare.worker.alive()):
             spare.stop()
             spare = None
