@@ -54,8 +54,8 @@ baselines_parallel() {
 }
 session8_ab() {
     # This tree with --observe-in-checked-run (under the tracer the checked run traces itself: no observed run
-    # apart, one process and one CUDA context less per grading; opt-in until this run shows it), in one call of about 7.5 min: first 1 env for 30 s, which stops the call (keeping the
-    # device time) unless the untouched baseline scores about 220 with the observer passed; then the A/B at 8 envs
+    # apart, one process and one CUDA context less per grading), in one call of about 7.5 min: first 1 env for 30 s,
+    # which stops the call (keeping the device time) unless the untouched baseline scores about 220 with the observer passed; then the A/B at 8 envs
     # against .baseline-tree (`git archive 05506b4 kernelgym tasks policies hardware benchmarks/throughput.py
     # pyproject.toml`, carried), each side with a grading cache of its own; then four baselines with heavy traces
     # (autotuned matmul, flash-attention, cross-entropy's 2 GiB values, argmax-sampling), graded quiet and observed.

@@ -7,16 +7,18 @@ Each process makes one env (with its share of the CPU cores as torch's threads: 
 host; the default GraderConfig, the observer as configured by default) and resets it as an RL loop's autoreset does:
 with a seed (0) the first time, with reset() after that; `--prepare-ahead` has each later episode's grading prepared
 while the one before is graded (the env's prepare_ahead; the seeds are the same either way). It records, per
-episode, the reset and submit wall times (s), the reward, and the CPU seconds of the env's own process. The result per N: gradings, wall seconds, gradings per hour, first and later
-per-grading times, submit-to-reward median and p95, the GPU's and the host CPU's busy fractions (nvidia-smi,
-/proc/stat), the host's and the env processes' CPU seconds per grading, the median of each grading phase (the grade's
-`phases_s`, and the checked and observed runs' own logged phases), and the rewards seen; and, since each grading times
-the untouched baseline against itself, the noise: median and p95 of |speedup - 1|. On the CPU interpreter nothing is
-timed (rewards 120): there it checks the plumbing only.
+episode, the reset and submit wall times (s), the reward, and the CPU seconds of the env's own process. The result
+per N: gradings, wall seconds, gradings per hour, first and later per-grading times, submit-to-reward median and p95,
+the GPU's and the host CPU's busy fractions (nvidia-smi, /proc/stat), the host's and the env processes' CPU seconds
+per grading, the median of each grading phase (the grade's `phases_s`, and the checked and observed runs' own logged
+phases), and the rewards seen; and, since each grading times the untouched baseline against itself, the noise:
+median and p95 of |speedup - 1|. On the CPU interpreter nothing is timed (rewards 120): there it checks the plumbing
+only.
 """
 from __future__ import annotations
 
 import argparse
+import inspect
 import json
 import multiprocessing as mp
 import os
@@ -80,13 +82,7 @@ def _worker(task: str, seconds: float, run_dir: str, queue, threads: int, grader
     torch.set_num_threads(threads)
 
     rows = []
-    import inspect
-
-    from kernelgym.env import KernelArenaEnv
     from kernelgym.grader import GraderConfig
-    if prepare_ahead is None:  # as the envs will have it (False where the tree has no such setting)
-        default = inspect.signature(KernelArenaEnv).parameters.get("prepare_ahead")
-        prepare_ahead = bool(default.default) if default is not None else False
     # Only where asked: an older tree's env lacks the argument.
     env = KernelArenaEnv(task, run_dir=run_dir, max_steps=2, grader=GraderConfig(**grader_kwargs),
                          **({} if prepare_ahead is None else {"prepare_ahead": prepare_ahead}))
@@ -181,9 +177,12 @@ def measure(task: str, n_envs: int, seconds: float, run_root: Path, harness_thre
     grader_kwargs = {"harness_cpu_threads": harness_threads, **({"gpu_schedule": True} if gpu_schedule else {}),
                      "references_on_gpu": references_on_gpu,
                      **({} if observe_in_checked_run is None else {"observe_in_checked_run": observe_in_checked_run})}
+    from kernelgym.env import KernelArenaEnv
     from kernelgym.grader import GraderConfig
-    # As the envs will have it (this tree's default where not set; False where the tree has no such setting).
+    # Recorded as the envs will have them (this tree's defaults where not set; False where the tree lacks a setting).
     observe_in_checked_run = getattr(GraderConfig(**grader_kwargs), "observe_in_checked_run", False)
+    env_default = inspect.signature(KernelArenaEnv).parameters.get("prepare_ahead")
+    effective_prepare_ahead = prepare_ahead if prepare_ahead is not None else bool(env_default and env_default.default)
     ctx = mp.get_context("spawn")
     queue = ctx.Queue()
     sampler = _GpuSampler()
@@ -210,7 +209,7 @@ def measure(task: str, n_envs: int, seconds: float, run_root: Path, harness_thre
     sub = [r["submit_s"] for r in later_rows]
     return {"task": task, "envs": n_envs, "harness_cpu_threads": harness_threads, "gpu_schedule": gpu_schedule,
             "references_on_gpu": references_on_gpu, "observe_in_checked_run": observe_in_checked_run,
-            "prepare_ahead": prepare_ahead,
+            "prepare_ahead": effective_prepare_ahead,
             "window_s": seconds, "wall_s": round(wall_s, 1), "gradings": len(rows),
             "gradings_per_hour": round(len(rows) * 3600 / wall_s),
             "first_grading_s": [round(x, 2) for x in firsts],

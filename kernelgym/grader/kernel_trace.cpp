@@ -13,7 +13,9 @@
 // checked run, traced: observing.py) recording starts stopped, and the harness starts it with
 // kernelgym_trace_enable(1) at its first marker: the baseline's preparation before it and the timed runs after the
 // end line run untraced, so neither kind of kernel is serialized or instrumented where it is timed. Each process
-// writes its own file, so work in a second process shows as a second file; a process that cannot create its file exits before any kernel. Sources: CUPTI documentation (Activity API, "CUPTI injection"), NVIDIA's cupti_trace_injection sample.
+// writes its own file, so work in a second process shows as a second file; a process that cannot create its file
+// exits before any kernel. Sources: CUPTI documentation (Activity API, "CUPTI injection"), NVIDIA's
+// cupti_trace_injection sample.
 #include <cupti.h>
 #include <cxxabi.h>
 #include <fcntl.h>

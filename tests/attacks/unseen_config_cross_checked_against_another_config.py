@@ -1,8 +1,8 @@
 """Attack: forge a speedup on the unseen configs, where each config is graded on its own by one grader
-(`kernelgym.unseen.evaluate` sets `grader.configs = [cfg]` per grading): the baseline's observed device times, which
-every speedup cross-check reads, were cached under a key the grader made once per observer tool, so config k was
-cross-checked against the observed baseline time of the first unseen config graded. Behind a large first config the
-bar is loose on the small ones, and a forged 2x passes; behind a small one honest speedups are withheld.
+(`kernelgym.unseen.evaluate` sets `grader.configs = [cfg]` per grading): where the baseline's observed device times,
+which every speedup cross-check reads, are cached under a key made once per observer tool, config k is cross-checked
+against the observed baseline time of the first unseen config graded. Behind a large first config the bar is loose
+on the small ones, and a forged 2x passes; behind a small one honest speedups are withheld.
 
 Defence: `baseline_key_follows_configs`: `Observing._baseline_key` is made per observer tool and configs, so each
 grading's cross-check reads its own configs' observed baseline.
