@@ -166,8 +166,8 @@ session9)
     tp 75 triton-rmsnorm 1 30 s9_rmsnorm_n1_on_cold.json --prepare-ahead
     tp 75 triton-rmsnorm 1 30 s9_rmsnorm_n1_off.json --no-prepare-ahead
     tp 75 triton-rmsnorm 1 30 s9_rmsnorm_n1_on.json --prepare-ahead
-    tp 150 triton-matmul 4 90 s9_matmul_n4.json
-    tp 150 triton-matmul 8 90 s9_matmul_n8.json
+    tp 130 triton-matmul 4 75 s9_matmul_n4.json
+    tp 130 triton-matmul 8 75 s9_matmul_n8.json
     ;;
 session8-matmul)
     # matmul at 8 envs, whose observed runs apart ran the 80 GB H100 out of memory (2026-12-07), now without them.
