@@ -104,8 +104,9 @@ class KernelArenaEnv(gym.Env):
     episode and is closed (the trainer adapters make one per episode), where they would start only to be killed.
     prepare_ahead: with spawn_ahead, where this episode began with reset() without a seed (the autoreset of vector
     envs), also peek at the next grading seed at its end (the draw the next reset() will make, on a copy of
-    np_random) and have those processes prepare that grading while this one is graded: the next reset() and an
-    immediate submit then wait for no preparing either. reset() still draws its seed itself and takes the prepared
+    np_random) and have those processes prepare that grading while this one is graded (they are started at the
+    reset, so that they have imported torch by then): the next reset() and an immediate submit then wait for no
+    preparing either. reset() still draws its seed itself and takes the prepared
     grading only where the draw is the one peeked at (a reseed, or another draw from np_random since, discards it),
     so the grading seeds are the same either way. After a reset(seed=...) nothing is prepared ahead (a caller that
     seeds every reset would only waste it). Default False: the next grading's preparation (its GPU references, CUDA
@@ -184,6 +185,10 @@ class KernelArenaEnv(gym.Env):
         self._grading_seed = _grading_seed(self.np_random)
         if self.grader_config.warm_worker and prepared_seed != self._grading_seed:
             self.grader.start_worker(seed=self._grading_seed)
+        if self.grader_config.warm_worker and self.spawn_ahead and self.prepare_ahead:
+            # Spawned now, prepared at this episode's end: a worker spawned only then was still importing torch when
+            # an immediate submit after the next reset() needed its preparation.
+            self._start_next_episode(prepare=False)
         self.steps, self.start_time, self._done, self.grade = 0, time.monotonic(), False, None
         prompt = fmt.build_prompt(self.task, self.hardware, self.workspace, self.max_steps, self.max_wall_s)
         self._last_output = ""
@@ -234,20 +239,19 @@ class KernelArenaEnv(gym.Env):
             remove_tree(next_episode[1])
         super().close()
 
-    def _start_next_episode(self) -> None:
-        """Make the next episode while this one is graded, and start its grader's processes: a reset and an immediate
-        submit then wait for neither Python process to start. With prepare_ahead, after a reset() without a seed, also
-        peek at the next grading seed (the draw the next reset() makes) and have them prepare that grading; the
-        observer's part of it waits until this episode's grading is done (`release_observer`), since this episode's
-        candidate runs meanwhile."""
-        if self._next_episode is not None:  # a step retried after its grading raised: made (and prepared) already
-            return
-        self._next_episode = self._new_episode()
-        grader = self._next_episode[2]
-        grader.spawn()
-        if self.prepare_ahead and self._reset_unseeded:
+    def _start_next_episode(self, prepare: bool = True) -> None:
+        """Make the next episode while this one runs or is graded, and start its grader's processes (`spawn`): a reset
+        and an immediate submit then wait for neither Python process to start. With `prepare` and prepare_ahead, after
+        a reset() without a seed, also peek at the next grading seed (the draw the next reset() makes) and have them
+        prepare that grading; the observer's part of it waits until this episode's grading is done
+        (`release_observer`), since this episode's candidate runs meanwhile. Made once and prepared once per episode:
+        a step retried after its grading raised finds both done."""
+        if self._next_episode is None:
+            self._next_episode = self._new_episode()
+            self._next_episode[2].spawn()
+        if prepare and self.prepare_ahead and self._reset_unseeded and self._next_grading_seed is None:
             self._next_grading_seed = _grading_seed(copy.deepcopy(self.np_random))
-            grader.start_worker(seed=self._next_grading_seed, hold_observer=True)
+            self._next_episode[2].start_worker(seed=self._next_grading_seed, hold_observer=True)
 
     def _new_episode(self) -> tuple[str, Path, EpisodeGrader]:
         """A new episode's id, folder (owner-only: files the sandboxed agent or kernel made, even setuid ones when

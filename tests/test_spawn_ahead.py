@@ -1,9 +1,9 @@
 """The next episode's grading processes are started while the episode before is graded (kernelgym/env.py with
 `Grader.spawn`, grader.py): the next reset takes them instead of starting Python processes, the grade is the same, and
-an env closed before that reset leaves no process or folder behind. With prepare_ahead (the default), after an episode begun
-by reset() without a seed, they also prepare the next grading then, for the seed the next reset() draws: the seeds are
-the same as without it, and a reset(seed=...) grades with its own seed. The time it saves is measured on the H200 (benchmarks/throughput.py), not
-here."""
+an env closed before that reset leaves no process or folder behind. With prepare_ahead (opt-in), they are started at
+the reset already, and after an episode begun by reset() without a seed, they prepare the next grading at its end,
+for the seed the next reset() draws: the seeds are the same as without it, and a reset(seed=...) grades with its own
+seed. The time it saves is measured on a GPU (benchmarks/throughput.py), not here."""
 import copy
 import subprocess
 
@@ -93,6 +93,7 @@ def test_the_next_grading_is_prepared_during_the_grading_with_the_seed_reset_wou
         env.step({"kind": "submit"})
         assert env._next_grading_seed is None and env._next_episode[2]._prepared is None  # seeded: not ahead
         env.reset()
+        assert env._next_episode[2]._spare is not None  # spawned at the reset, so it has imported torch by the submit
         seeds, prepared = [expected[0], env._grading_seed], None
         for _ in range(3):
             graded_by, events[:] = env.grader, []
@@ -113,6 +114,7 @@ def test_the_next_grading_is_prepared_during_the_grading_with_the_seed_reset_wou
             env.reset()
             assert env.grader is grader and grader.worker is worker and env._grading_seed == prepared.seed
             assert not any(e[0] == "start_worker" for e in events)  # prepared already: not started again
+            assert env._next_episode[2]._spare is not None and env._next_episode[2] is not grader
             seeds.append(env._grading_seed)
     finally:
         env.close()
