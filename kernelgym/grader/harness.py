@@ -918,6 +918,10 @@ def prepare_baseline(req, state, base_fn):
             static, graph_pool = tuple(_clone(a) for a in verify), torch.cuda.graph_pool_handle()
             base = Timed(base_fn, static, req.warmup, req.outputs, graph_pool)
             base.out = None  # releases the output block for the candidate's graph (same pool, same address)
+            if _nbytes(pool) + _nbytes(expected) > _POOL_ON_HOST_BYTES:
+                # Until this config is timed (`run_timing` moves it back): with every config's pool on the GPU at
+                # once, each of N matmul envs held about 9 GB of the card. The verification set is the one built.
+                pool, expected = [built] + _moved(pool[1:], "cpu"), _moved(expected, "cpu")
             state.timing.append((cfg, pool, static, graph_pool, base, expected))
         except Exception:  # noqa: BLE001
             state.timing.append((cfg, None, None, None, tb(8), None))
@@ -926,6 +930,20 @@ def prepare_baseline(req, state, base_fn):
 
 def _clone(a):
     return a.clone() if isinstance(a, torch.Tensor) else a
+
+
+#: A config's input pool and expected outputs together larger than this wait on the host until that config is timed.
+_POOL_ON_HOST_BYTES = 256 << 20
+
+
+def _nbytes(sets):
+    """Bytes of the tensors in `sets` (argument or output tuples)."""
+    return sum(a.numel() * a.element_size() for args in sets for a in args if isinstance(a, torch.Tensor))
+
+
+def _on_host(sets):
+    """Whether `sets` (argument or output tuples) hold a tensor in host memory."""
+    return any(isinstance(a, torch.Tensor) and a.device.type == "cpu" for args in sets for a in args)
 
 
 def _perturb(a, gen):
@@ -948,6 +966,8 @@ def run_timing(req, state, cand_fn):
             results.append(entry)
             continue
         try:
+            if _on_host(pool):  # held there by `prepare_baseline`; the GPU copies go with the next config's turn
+                pool, expected = _moved(pool, "cuda"), _moved(expected, "cuda")
             cand = Timed(cand_fn, static, req.warmup, req.outputs, graph_pool)
             t = _phase(f"time[{i}].setup", t)
             # Within twice the task's tolerance: baseline and candidate may each be off the reference by it.
@@ -1122,6 +1142,7 @@ def main(path, go_fd=None, ready_fd=None, stop_others=False, wait_go=False, wait
     _phase("prepare.inputs", t)
     req = protocol.Request.from_json(answer["request"])
     state = prepare(req, inputs)
+    inputs = None  # the host copies of the sets now on the device (the verification set is kept in `state`)
     _phase("prepare", t)
     print(PREPARED_MARKER, flush=True)
     if wait_go:  # an observed run started ahead of its grading: the candidate's files are copied in before "go"
