@@ -57,3 +57,32 @@ def test_a_file_caught_half_written_is_read_again_at_the_end(fake_grader, monkey
     monkeypatch.setattr(g, "_run_harness", torn_then_whole)
     grade = g.grade(fake_grader.task.root, seed=6)
     assert grade.correct, grade.summary()
+
+
+@pytest.mark.parametrize("call_ms, budget_ms, expected", [
+    (0.005, 100.0, 100),   # a few µs: every run
+    (1.0, 100.0, 100),     # exactly the budget
+    (2.5, 100.0, 40),      # a large GEMM: 4 runs a round
+    (60.0, 100.0, 20),     # longer than the budget: 2 runs a round, never fewer
+    (2.5, 0.0, 100),       # the budget off
+    (None, 100.0, 100),    # no call timed (not on a GPU)
+    (float("nan"), 100.0, 100),
+    (0.0, 100.0, 100),
+])
+def test_timed_runs_shrink_only_where_the_baselines_runs_exceed_the_budget(call_ms, budget_ms, expected):
+    from kernelgym.grader.protocol import timed_reps
+    assert timed_reps(100, 10, call_ms, budget_ms) == expected
+
+
+def test_the_request_carries_the_budget_and_the_grade_says_how_many_runs(fake_grader):
+    from kernelgym.grader.protocol import Request
+    g = fake_grader([(0.05, 0.05)] * 5, extra={"baseline_runs_ms": [0.05] * 40, "candidate_runs_ms": [0.05] * 40})
+    request = g._request(g.work_dir / "g", seed=1, timed=True)
+    assert request.timed_ms_per_config == g.config.timed_ms_per_config == 100.0
+    assert Request.from_json(request.to_json()).timed_ms_per_config == 100.0
+    grade = g.grade(fake_grader.task.root, seed=2)
+    perf = grade.stages[2]
+    assert perf.passed and grade.configs[0]["runs"] == 40
+    assert "40 timed runs each (fewer than 100 where 100 of the baseline's would take over 100 ms)" in perf.messages[0]
+    full = fake_grader([(0.05, 0.05)] * 5, work="full").grade(fake_grader.task.root, seed=2)
+    assert "10 warm-up + 100 timed runs each, caches" in full.stages[2].messages[0]

@@ -113,9 +113,14 @@ def performance_gate(session: GradingSession, rows: list[dict], res: TimeResult 
         flagged |= above_peak(cfg, row, messages, hardware, roofline)
         speedups.append(row["speedup"])
     mean = statistics.fmean(speedups)
+    counts = sorted({len(t.baseline_runs_ms) for t in res.configs})
+    runs = (f"{counts[0]}" if len(counts) == 1 else f"{counts[0]}-{counts[-1]}") + " timed runs each" + (
+        "" if counts[-1] == config.reps and len(counts) == 1 else
+        f" (fewer than {config.reps} where {config.reps} of the baseline's would take over "
+        f"{config.timed_ms_per_config:g} ms)")
     messages.insert(0, f"speedup {mean:.3f}x (arithmetic mean of {len(speedups)} configs), baseline and "
                        f"candidate interleaved in {config.rounds} rounds, {config.warmup} warm-up + "
-                       f"{config.reps} timed runs each, caches flushed before every run"
+                       f"{runs}, caches flushed before every run"
                        + ("" if res.persisting_l2_reset else "; persisting-L2 reset unavailable"))
     if res.gpu_turn is not None:
         messages.insert(1, gpu_turn_message(res.gpu_turn, "timed"))

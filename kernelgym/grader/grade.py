@@ -19,6 +19,10 @@ class GraderConfig:
     """Timed calls per kernel and config; their interquartile mean is reported (timing_stats.py)."""
     rounds: int = 10
     """Rounds in which baseline and candidate alternate; the spread of per-round speedups is the noise band."""
+    timed_ms_per_config: float = 100.0
+    """Where a config's baseline runs long, fewer timed runs: about this many ms of the baseline's timed runs per
+    config, in whole rounds of at least 2 runs each (`protocol.timed_reps`; a matmul of 2-3 ms gets 40 runs, a kernel
+    of a few µs all `reps`). 0: always `reps`."""
     input_sets: int = 4
     """Distinct input value sets copied in before each timed run, in turn."""
     timeout_s: float | None = None

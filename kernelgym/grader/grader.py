@@ -360,6 +360,7 @@ class Grader(Preparing, Observing):
                        outputs=[OutputSlot(o.name, o.arg) for o in spec.outputs],
                        baseline_directory=str(self.baseline_dir) if timed else None,
                        warmup=self.config.warmup, reps=self.config.reps, rounds=self.config.rounds,
+                       timed_ms_per_config=self.config.timed_ms_per_config,
                        input_sets=self.config.input_sets, flush_bytes=self.hardware.flush_bytes,
                        tolerances=tolerances, dynamic_check=self._dynamic_check,
                        allowed_torch_ops=list(spec.allowed_torch_ops),

@@ -399,6 +399,7 @@ class Timed:
 
     def __init__(self, fn, static_args, warmup, slots, pool=None):
         self.fn, self.args, self.slots = fn, static_args, slots
+        self.call_ms = None  # one call timed after capture (`_time_one_call`): the baseline's sizes its timed runs
         for _ in range(warmup):  # compilation, JIT and autotuning happen here, before any timing
             self.out = collect(fn(*static_args), static_args, slots)
         _synchronize()
@@ -917,6 +918,7 @@ def prepare_baseline(req, state, base_fn):
                 expected.append(tuple(o.detach().clone() for o in collect(base_fn(*copies), copies, req.outputs)))
             static, graph_pool = tuple(_clone(a) for a in verify), torch.cuda.graph_pool_handle()
             base = Timed(base_fn, static, req.warmup, req.outputs, graph_pool)
+            base.call_ms = _time_one_call(base)
             base.out = None  # releases the output block for the candidate's graph (same pool, same address)
             if _nbytes(pool) + _nbytes(expected) > _POOL_ON_HOST_BYTES:
                 # Until this config is timed (`run_timing` moves it back): with every config's pool on the GPU at
@@ -930,6 +932,17 @@ def prepare_baseline(req, state, base_fn):
 
 def _clone(a):
     return a.clone() if isinstance(a, torch.Tensor) else a
+
+
+def _time_one_call(t):
+    """One call of `t` (a `Timed`) between events, ms."""
+    start, end = _Event(enable_timing=True), _Event(enable_timing=True)
+    _synchronize()
+    _record(start)
+    t.call()
+    _record(end)
+    _synchronize()
+    return _elapsed(start, end)
 
 
 #: A config's input pool and expected outputs together larger than this wait on the host until that config is timed.
@@ -973,7 +986,8 @@ def run_timing(req, state, cand_fn):
             # Within twice the task's tolerance: baseline and candidate may each be off the reference by it.
             tols = req.tolerances[i] if i < len(req.tolerances) else None
             tolerances = tols and [None if tol is None else (2 * tol["atol"], 2 * tol["rtol"]) for tol in tols]
-            times, how, wrong = time_pair(base, cand, pool, state.flush, req.reps, req.rounds,
+            reps = protocol.timed_reps(req.reps, req.rounds, base.call_ms, req.timed_ms_per_config)
+            times, how, wrong = time_pair(base, cand, pool, state.flush, reps, req.rounds,
                                           state.reset_l2, expected if tols else None, tolerances)
             t = _phase(f"time[{i}].runs", t)
             if wrong and wrong.startswith("candidate"):

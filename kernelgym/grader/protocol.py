@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import dataclasses
 import importlib.util
+import math
 import os
 import sys
 from dataclasses import dataclass, field
@@ -68,6 +69,16 @@ def warmup_seed(seed: int, index: int) -> int:
     return seed + 2000 + index
 
 
+def timed_reps(reps: int, rounds: int, call_ms: float | None, budget_ms: float) -> int:
+    """Timed runs per kernel on one config: `reps`, or fewer where `reps` calls of the baseline, one of which took
+    `call_ms` (ms, timed before any candidate code ran), would take longer than `budget_ms`: then the fewest whole
+    rounds' worth that fill `budget_ms`, at least 2 runs a round. A long kernel's run-to-run spread is small, and its
+    100 runs made most of a large GEMM's grading. `budget_ms` 0, or no `call_ms`: `reps`."""
+    if budget_ms <= 0 or call_ms is None or not math.isfinite(call_ms) or call_ms <= 0 or rounds < 1:
+        return reps
+    return min(reps, max(2, math.ceil(budget_ms / (call_ms * rounds))) * rounds)
+
+
 def timed_output_name(index: int) -> str:
     """File (in the grading directory) where the harness saves the timed path's outputs of config `index`."""
     return f"timed_output-{index}.pt"
@@ -113,7 +124,7 @@ class OutputSlot:
 
 #: The version of the request the trusted side writes and the harness reads; a request of another version (a
 #: worker started by another kernelgym) is refused, not half-read.
-PROTOCOL_VERSION = 3
+PROTOCOL_VERSION = 4
 
 
 @dataclass(frozen=True)
@@ -150,6 +161,8 @@ class Request:
     warmup: int = 10
     reps: int = 100
     rounds: int = 10
+    timed_ms_per_config: float = 0.0
+    """`timed_reps`'s budget: ms of the baseline's timed runs per config (0: always `reps`)."""
     input_sets: int = 4
     flush_bytes: int = 0
     tolerances: list = field(default_factory=list)
@@ -235,7 +248,7 @@ class Request:
                  "builder_directory": str, "configs": list, "seed": int, "device": str, "outputs": list,
                  "baseline_directory": (str, type(None)), "backend_file": (str, type(None)), "build_directory": (str, type(None)),
                  "baseline_build_directory": (str, type(None)), "warmup": int,
-                 "reps": int, "rounds": int, "input_sets": int, "flush_bytes": int, "tolerances": list,
+                 "reps": int, "rounds": int, "timed_ms_per_config": (int, float), "input_sets": int, "flush_bytes": int, "tolerances": list,
                  "require_own_launch": bool, "dynamic_check": bool, "allowed_torch_ops": list,
                  "observe": bool, "observer_tool": str, "traced": bool,
                  "results_directory": (str, type(None)), "gpu_lock": (str, type(None)), "gpu_wait_s": (int, float)}
