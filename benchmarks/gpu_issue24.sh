@@ -173,7 +173,8 @@ session9)
 session10)
     # prepare_ahead with the next episode's processes spawned at the reset (8a6a352), rmsnorm at 1 env, on (the first
     # side pays the caches), off, on; then matmul at 8 envs with its timing pools held on the host until their config
-    # is timed and its inputs drawn from raw bits (83a94ec). About 6.5 min.
+    # is timed, its inputs drawn from raw bits (83a94ec) and fewer timed runs for its long configs (timed_ms_per_config).
+    # About 6.5 min.
     tp 75 triton-rmsnorm 1 30 s10_rmsnorm_n1_on_cold.json --prepare-ahead
     tp 75 triton-rmsnorm 1 30 s10_rmsnorm_n1_off.json --no-prepare-ahead
     tp 75 triton-rmsnorm 1 30 s10_rmsnorm_n1_on.json --prepare-ahead
