@@ -174,11 +174,11 @@ session10)
     # prepare_ahead with the next episode's processes spawned at the reset (8a6a352), rmsnorm at 1 env, on (the first
     # side pays the caches), off, on; then matmul at 8 envs with its timing pools held on the host until their config
     # is timed, its inputs drawn from raw bits (83a94ec) and fewer timed runs for its long configs (timed_ms_per_config).
-    # About 6.5 min.
-    tp 75 triton-rmsnorm 1 30 s10_rmsnorm_n1_on_cold.json --prepare-ahead
-    tp 75 triton-rmsnorm 1 30 s10_rmsnorm_n1_off.json --no-prepare-ahead
-    tp 75 triton-rmsnorm 1 30 s10_rmsnorm_n1_on.json --prepare-ahead
-    tp 150 triton-matmul 8 90 s10_matmul_n8.json
+    # About 5.5 min.
+    tp 60 triton-rmsnorm 1 20 s10_rmsnorm_n1_on_cold.json --prepare-ahead
+    tp 70 triton-rmsnorm 1 30 s10_rmsnorm_n1_off.json --no-prepare-ahead
+    tp 70 triton-rmsnorm 1 30 s10_rmsnorm_n1_on.json --prepare-ahead
+    tp 140 triton-matmul 8 80 s10_matmul_n8.json
     ;;
 session8-matmul)
     # matmul at 8 envs, whose observed runs apart ran the 80 GB H100 out of memory (2026-12-07), now without them.
