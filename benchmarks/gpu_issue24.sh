@@ -18,7 +18,7 @@
 #     bash benchmarks/gpu_issue24.sh session8    # the traced checked run: 1 env, A/B at 8 envs, four heavy baselines (7.5 min)
 #     bash benchmarks/gpu_issue24.sh session8-matmul  # matmul at 8 envs, traced checked runs (4.5 min)
 #     bash benchmarks/gpu_issue24.sh session9    # prepare_ahead at 1 env, on against off; matmul at 4 and 8 envs (7 min)
-#     bash benchmarks/gpu_issue24.sh session10   # the same after 8a6a352 (spawned at reset) and the host-held pools (6.5 min)
+#     bash benchmarks/gpu_issue24.sh session10   # the same after 8a6a352 (spawned at reset), host-held pools, fewer runs (4 min)
 #     bash benchmarks/gpu_issue24.sh baselines-parallel [--references-on-gpu]  # the 24 Triton baselines, 4 at once (5 min)
 # COMMIT=<hash> names the commit measured in machine.txt (the device's copy of .git is not the checkout's).
 # Copy $OUT into benchmarks/results/ with the machine and date.
@@ -174,11 +174,11 @@ session10)
     # prepare_ahead with the next episode's processes spawned at the reset (8a6a352), rmsnorm at 1 env, on (the first
     # side pays the caches), off, on; then matmul at 8 envs with its timing pools held on the host until their config
     # is timed, its inputs drawn from raw bits (83a94ec) and fewer timed runs for its long configs (timed_ms_per_config).
-    # About 5.5 min.
-    tp 60 triton-rmsnorm 1 20 s10_rmsnorm_n1_on_cold.json --prepare-ahead
-    tp 70 triton-rmsnorm 1 30 s10_rmsnorm_n1_off.json --no-prepare-ahead
-    tp 70 triton-rmsnorm 1 30 s10_rmsnorm_n1_on.json --prepare-ahead
-    tp 140 triton-matmul 8 80 s10_matmul_n8.json
+    # About 4 min.
+    tp 55 triton-rmsnorm 1 20 s10_rmsnorm_n1_on_cold.json --prepare-ahead
+    tp 55 triton-rmsnorm 1 20 s10_rmsnorm_n1_off.json --no-prepare-ahead
+    tp 55 triton-rmsnorm 1 20 s10_rmsnorm_n1_on.json --prepare-ahead
+    tp 120 triton-matmul 8 70 s10_matmul_n8.json
     ;;
 session8-matmul)
     # matmul at 8 envs, whose observed runs apart ran the 80 GB H100 out of memory (2026-12-07), now without them.
