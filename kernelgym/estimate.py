@@ -61,7 +61,7 @@ def bench_settings(task: Task, hardware: HardwareProfile, grader=None) -> dict:
         "hardware": hardware.id, "interpreter": hardware.interpreter, "flush_bytes": hardware.flush_bytes,
         "peak_bandwidth_gbps": hardware.peak_bandwidth_gbps, "peak_tflops": hardware.peak_tflops,
         "grader": {"warmup": grader.warmup, "reps": grader.reps, "rounds": grader.rounds,
-                   "input_sets": grader.input_sets},
+                   "input_sets": grader.input_sets, "timed_ms_per_config": grader.timed_ms_per_config},
         "bench": {"warmup": BENCH_WARMUP, "reps": BENCH_REPS, "rounds": BENCH_ROUNDS, "input_sets": BENCH_INPUT_SETS},
         # The GPU's timing schedule (GraderConfig.gpu_schedule): bench.py's timed runs take turns with the gradings'.
         "gpu_lock": str(lock) if (lock := scheduled_lock(grader, hardware)) else None, "gpu_wait_s": grader.gpu_wait_s,

@@ -31,7 +31,7 @@ def test_a_seed_gives_its_own_values_every_time(builder, dtype):
     assert not torch.equal(builder(cfg, -1)[0], builder(cfg, 1)[0])  # a negative seed is a seed of its own
 
 
-@pytest.mark.parametrize("K", [1, 64, 4096, 65536])
+@pytest.mark.parametrize("K", [64, 4096, 65536])
 @pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
 def test_inputs_are_standard_normal_with_tails_and_c_has_unit_variance(builder, K, dtype):
     a, b = builder({"M": 1024, "N": 64, "K": K, "dtype": dtype}, 11)

@@ -86,3 +86,16 @@ def test_the_request_carries_the_budget_and_the_grade_says_how_many_runs(fake_gr
     assert "40 timed runs each (fewer than 100 where 100 of the baseline's would take over 100 ms)" in perf.messages[0]
     full = fake_grader([(0.05, 0.05)] * 5, work="full").grade(fake_grader.task.root, seed=2)
     assert "10 warm-up + 100 timed runs each, caches" in full.stages[2].messages[0]
+
+
+@pytest.mark.parametrize("budget_ms", [float("inf"), float("nan"), -5.0])
+def test_a_budget_that_is_no_number_of_ms_leaves_every_run(budget_ms):
+    from kernelgym.grader.protocol import timed_reps
+    assert timed_reps(100, 10, 2.5, budget_ms) == 100
+
+
+def test_the_message_names_no_cut_where_the_rounds_alone_round_the_runs_down(fake_grader):
+    g = fake_grader([(0.05, 0.05)] * 5, extra={"baseline_runs_ms": [0.05] * 99, "candidate_runs_ms": [0.05] * 99})
+    g.config.rounds = 3  # 100 // 3 * 3 = 99 runs, none cut by the budget
+    message = g.grade(fake_grader.task.root, seed=2).stages[2].messages[0]
+    assert "99 timed runs each, caches" in message and "fewer" not in message

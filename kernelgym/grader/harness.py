@@ -928,6 +928,10 @@ def prepare_baseline(req, state, base_fn):
         except Exception:  # noqa: BLE001
             state.timing.append((cfg, None, None, None, tb(8), None))
     _synchronize()
+    if any(entry[1] is not None and _on_host(entry[1]) for entry in state.timing):
+        # What they took on the GPU goes back to the driver, for the other envs' processes on this card: this
+        # process's allocator would otherwise keep it reserved, unused until the timed runs.
+        torch.cuda.empty_cache()
 
 
 def _clone(a):
@@ -940,6 +944,8 @@ def _time_one_call(t):
     _synchronize()
     _record(start)
     t.call()
+    if t.graph is None:
+        _synchronize()  # as `time_pair` times an eager call: work on a side stream is counted
     _record(end)
     _synchronize()
     return _elapsed(start, end)
@@ -979,7 +985,7 @@ def run_timing(req, state, cand_fn):
             results.append(entry)
             continue
         try:
-            if _on_host(pool):  # held there by `prepare_baseline`; the GPU copies go with the next config's turn
+            if _on_host(pool) or _on_host(expected):  # held there by `prepare_baseline`; gone after this turn
                 pool, expected = _moved(pool, "cuda"), _moved(expected, "cuda")
             cand = Timed(cand_fn, static, req.warmup, req.outputs, graph_pool)
             t = _phase(f"time[{i}].setup", t)

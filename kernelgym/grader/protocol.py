@@ -74,8 +74,8 @@ def timed_reps(reps: int, rounds: int, call_ms: float | None, budget_ms: float) 
     `call_ms` (ms, timed before any candidate code ran), would take longer than `budget_ms`: then the fewest whole
     rounds' worth that fill `budget_ms`, at least 2 runs a round. A long kernel's run-to-run spread is small, and its
     100 runs made most of a large GEMM's grading. `budget_ms` 0, or no `call_ms`: `reps`."""
-    if budget_ms <= 0 or call_ms is None or not math.isfinite(call_ms) or call_ms <= 0 or rounds < 1:
-        return reps
+    if not (0 < budget_ms < math.inf) or call_ms is None or not (0 < call_ms < math.inf) or rounds < 1:
+        return reps  # NaN fails both comparisons
     return min(reps, max(2, math.ceil(budget_ms / (call_ms * rounds))) * rounds)
 
 
