@@ -180,6 +180,10 @@ session10)
     tp 55 triton-rmsnorm 1 20 s10_rmsnorm_n1_on.json --prepare-ahead
     tp 120 triton-matmul 8 70 s10_matmul_n8.json
     ;;
+session10-matmul)
+    # Only matmul at 8 envs from session10 (what a session's last device minutes allow, about 2.5 min).
+    tp 125 triton-matmul 8 80 s10_matmul_n8.json
+    ;;
 session8-matmul)
     # matmul at 8 envs, whose observed runs apart ran the 80 GB H100 out of memory (2026-12-07), now without them.
     tp 270 triton-matmul 8 140 s8_matmul_n8.json --observe-in-checked-run
