@@ -196,3 +196,15 @@ def test_the_first_failing_child_in_order_is_the_error():
 
     with pytest.raises(harness.protocol.ProtocolError, match="bad request"):
         harness.in_forked_children([malformed, lambda: os._exit(3)])
+
+
+def test_a_baseline_that_ran_out_of_gpu_memory_is_told_apart_before_any_candidate_runs():
+    # harness.main exits before its prepared marker on it: the grading is retried or an infrastructure fault
+    # (runner.py), never the kernel's 120.
+    oom = ("Traceback (most recent call last):\n  File \"harness.py\", line 1\ntorch.OutOfMemoryError: CUDA out of "
+           "memory. Tried to allocate 1.17 GiB. GPU 0 has a total capacity of 79.19 GiB")
+    timing = [({"M": 1}, [()], (), None, object(), []), ({"M": 2}, None, None, None, oom, None)]
+    assert harness.baseline_out_of_memory(SimpleNamespace(timing=timing)).startswith("torch.OutOfMemoryError: CUDA")
+    broken = [({"M": 2}, None, None, None, "Traceback ...\nValueError: the task's input builder failed", None)]
+    assert harness.baseline_out_of_memory(SimpleNamespace(timing=broken)) is None  # a broken task stays a failure
+    assert harness.baseline_out_of_memory(SimpleNamespace(timing=None)) is None  # nothing timed

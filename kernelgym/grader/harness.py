@@ -938,6 +938,15 @@ def _clone(a):
     return a.clone() if isinstance(a, torch.Tensor) else a
 
 
+def baseline_out_of_memory(state):
+    """The last line of the first error of `prepare_baseline` that is the GPU running out of memory, or None."""
+    for entry in state.timing or ():
+        error = entry[4]
+        if isinstance(error, str) and ("OutOfMemoryError" in error or "CUDA out of memory" in error):
+            return error.strip().splitlines()[-1][:300]
+    return None
+
+
 def _time_one_call(t):
     """One call of `t` (a `Timed`) between events, ms."""
     start, end = _Event(enable_timing=True), _Event(enable_timing=True)
@@ -1163,6 +1172,13 @@ def main(path, go_fd=None, ready_fd=None, stop_others=False, wait_go=False, wait
     req = protocol.Request.from_json(answer["request"])
     state = prepare(req, inputs)
     inputs = None  # the host copies of the sets now on the device (the verification set is kept in `state`)
+    short = baseline_out_of_memory(state)
+    if short:
+        # No candidate code has run: the card, shared with other envs, failed the baseline, not the kernel. Exiting
+        # before the prepared marker, the grading is the machine's to retry (a warm worker's child: a fresh process)
+        # or to report as an infrastructure fault, never a grade of the kernel.
+        print(f"[harness] the baseline's preparation ran out of GPU memory: {short}", flush=True)
+        raise SystemExit(3)
     _phase("prepare", t)
     print(PREPARED_MARKER, flush=True)
     if wait_go:  # an observed run started ahead of its grading: the candidate's files are copied in before "go"
