@@ -173,7 +173,8 @@ session9)
 session10)
     # prepare_ahead with the next episode's processes spawned at the reset (8a6a352), rmsnorm at 1 env, on (the first
     # side pays the caches), off, on; then matmul at 8 envs with its timing pools held on the host until their config
-    # is timed, its inputs drawn from raw bits (83a94ec) and fewer timed runs for its long configs (timed_ms_per_config).
+    # is timed (3904bf0, 9ad91d9), its inputs normal quantiles picked by raw random bits (36ee731), fewer timed runs for
+    # its long configs (af95c2e: timed_ms_per_config) and a baseline out of GPU memory an infrastructure fault (9e14ede).
     # About 4 min.
     tp 55 triton-rmsnorm 1 20 s10_rmsnorm_n1_on_cold.json --prepare-ahead
     tp 55 triton-rmsnorm 1 20 s10_rmsnorm_n1_off.json --no-prepare-ahead
