@@ -399,7 +399,7 @@ class Timed:
 
     def __init__(self, fn, static_args, warmup, slots, pool=None):
         self.fn, self.args, self.slots = fn, static_args, slots
-        self.call_ms = None  # one call timed after capture (`_time_one_call`): the baseline's sizes its timed runs
+        self.call_ms = None  # ms of one call after capture (`_time_one_call`); the baseline's sizes the timed runs
         for _ in range(warmup):  # compilation, JIT and autotuning happen here, before any timing
             self.out = collect(fn(*static_args), static_args, slots)
         _synchronize()
@@ -618,6 +618,11 @@ def prepare(req, inputs=None):
     if req.mode in ("grade", "time") and req.baseline_directory:
         base_fn = load_entry(req, backend, req.baseline_directory, "kernelgym_baseline", req.baseline_build_directory)
         prepare_baseline(req, state, base_fn)
+        if any(entry[1] is not None and _on_host(entry[1]) for entry in state.timing):
+            # What the pools held on the host took on the GPU goes back to the driver, for the other envs' processes
+            # on this card: this process's allocator would keep it reserved, unused until the timed runs. Here, not
+            # in `prepare_baseline`, whose last config's buffers are still referenced until it returns.
+            torch.cuda.empty_cache()
         _phase("prepare.baseline", t)  # its module loaded, kernels compiled or read from the cache, pools, graphs
     return state
 
@@ -921,17 +926,14 @@ def prepare_baseline(req, state, base_fn):
             base.call_ms = _time_one_call(base)
             base.out = None  # releases the output block for the candidate's graph (same pool, same address)
             if _nbytes(pool) + _nbytes(expected) > _POOL_ON_HOST_BYTES:
-                # Until this config is timed (`run_timing` moves it back): with every config's pool on the GPU at
-                # once, each of N matmul envs held about 9 GB of the card. The verification set is the one built.
+                # Until this config is timed (`run_timing` moves it back): every config's pool on the GPU at once
+                # holds the sum of them per env for the whole grading (matmul: about 9 GB). The verification set on
+                # the host is the one built.
                 pool, expected = [built] + _moved(pool[1:], "cpu"), _moved(expected, "cpu")
             state.timing.append((cfg, pool, static, graph_pool, base, expected))
         except Exception:  # noqa: BLE001
             state.timing.append((cfg, None, None, None, tb(8), None))
     _synchronize()
-    if any(entry[1] is not None and _on_host(entry[1]) for entry in state.timing):
-        # What they took on the GPU goes back to the driver, for the other envs' processes on this card: this
-        # process's allocator would otherwise keep it reserved, unused until the timed runs.
-        torch.cuda.empty_cache()
 
 
 def _clone(a):

@@ -13,8 +13,8 @@ _TABLES: dict = {}
 def _normal_values(shape: tuple, dtype: torch.dtype, bits: np.random.BitGenerator, std: float) -> torch.Tensor:
     """A CPU tensor of `shape` and `dtype` (float16 or bfloat16) drawn from N(0, std^2): each element is one of the
     distribution's 65536 equally likely quantiles (tails to 4.3 std), picked by 16 raw bits of `bits`. No float draw:
-    about 5x cheaper on the CPU than torch.randn and a cast, which made matmul's five input sets per grading the
-    host's largest cost. Gaussian tails, as randn's: a kernel that quantizes A and B to int8 (a per-row scale set by
+    about 3x cheaper on the CPU than torch.randn and a cast, whose five input sets per grading are matmul's largest
+    host cost. Gaussian tails, as randn's: a kernel that quantizes A and B to int8 (a per-row scale set by
     the largest value) loses as much precision as on randn's inputs and fails the tolerance."""
     key = (dtype, std)
     if key not in _TABLES:
