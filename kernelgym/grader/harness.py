@@ -618,7 +618,7 @@ def prepare(req, inputs=None):
     if req.mode in ("grade", "time") and req.baseline_directory:
         base_fn = load_entry(req, backend, req.baseline_directory, "kernelgym_baseline", req.baseline_build_directory)
         prepare_baseline(req, state, base_fn)
-        if any(entry[1] is not None and _on_host(entry[1]) for entry in state.timing):
+        if any(entry[1] is not None and _on_host(entry[1]) for entry in state.timing or ()):
             # What the pools held on the host took on the GPU goes back to the driver, for the other envs' processes
             # on this card: this process's allocator would keep it reserved, unused until the timed runs. Here, not
             # in `prepare_baseline`, whose last config's buffers are still referenced until it returns.
