@@ -208,3 +208,29 @@ def test_a_baseline_that_ran_out_of_gpu_memory_is_told_apart_before_any_candidat
     broken = [({"M": 2}, None, None, None, "Traceback ...\nValueError: the task's input builder failed", None)]
     assert harness.baseline_out_of_memory(SimpleNamespace(timing=broken)) is None  # a broken task stays a failure
     assert harness.baseline_out_of_memory(SimpleNamespace(timing=None)) is None  # nothing timed
+
+
+@pytest.mark.parametrize("scale", [1 / 64, 1.0, 30.0])
+def test_a_timed_set_is_perturbed_relative_to_its_tensors_scale(scale):
+    gen = torch.Generator().manual_seed(0)
+    a = (torch.randn(512, 512, generator=torch.Generator().manual_seed(1)) * scale).half()
+    moved = harness._perturb(a, gen)
+    assert moved.dtype == torch.float16 and moved.shape == a.shape
+    # Each element moves by 5% of itself: matmul's B (std 1/64) keeps its distribution under the noise.
+    relative = (moved.float() - a.float()) / a.float()
+    assert 0.045 < relative[a != 0].std().item() < 0.055
+    assert abs(moved.float().std().item() / a.float().std().item() - 1) < 0.01
+
+
+def test_zeros_and_masks_keep_their_structure_and_an_all_zero_tensor_still_moves():
+    gen = torch.Generator().manual_seed(0)
+    mask = torch.zeros(64, 64)
+    mask[:, 32:] = -1e4
+    moved = harness._perturb(mask, gen)
+    assert torch.equal(moved[:, :32], mask[:, :32]) and (moved[:, 32:] < -5e3).all()
+    zeros = harness._perturb(torch.zeros(4096), gen)
+    assert 0.045 < zeros.std().item() < 0.055
+    index = torch.arange(10)
+    copied = harness._perturb(index, gen)
+    assert torch.equal(copied, index) and copied.data_ptr() != index.data_ptr()
+    assert harness._perturb(3.5, gen) == 3.5

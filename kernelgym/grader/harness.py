@@ -977,9 +977,17 @@ def _on_host(sets):
 
 
 def _perturb(a, gen):
+    """One more timed input set's argument from the verification set's `a`: a floating tensor (any shape and dtype,
+    on `gen`'s device) with each element scaled by 1 + 0.05·N(0, 1), in its dtype; an all-zero one gets 0.05·N(0, 1)
+    added, so its sets still differ; any other argument copied.
+
+    Relative, not absolute: matmul's B (std 1/64 at K=4096) under 0.05 absolute noise triples its scale, so the timed
+    sets would leave the task's distribution; each element's own scale also keeps zeros, signs and masks (-1e4 beside
+    0) as the builder drew them."""
     if isinstance(a, torch.Tensor) and a.is_floating_point():
-        noise = torch.randn(a.shape, generator=gen, device=a.device, dtype=torch.float32)
-        return (a.float() + 0.05 * noise).to(a.dtype)
+        x, noise = a.float(), 0.05 * torch.randn(a.shape, generator=gen, device=a.device, dtype=torch.float32)
+        # A device-side choice: no host sync between the sets' launches.
+        return torch.where(x.any(), x * (1 + noise), noise).to(a.dtype)
     return _clone(a)
 
 
