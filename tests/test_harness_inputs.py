@@ -234,3 +234,18 @@ def test_zeros_and_masks_keep_their_structure_and_an_all_zero_tensor_still_moves
     copied = harness._perturb(index, gen)
     assert torch.equal(copied, index) and copied.data_ptr() != index.data_ptr()
     assert harness._perturb(3.5, gen) == 3.5
+
+
+def test_a_held_pool_restores_the_sets_it_was_drawn_as_bit_for_bit():
+    built = (torch.randn(64, 96).half(), torch.randn(96, 32).bfloat16(), 7)
+    gen = torch.Generator().manual_seed(11)
+    gen.manual_seed(12)  # a state past its seed: the held state is the one the pool was drawn from
+    drawn_from = gen.get_state()
+    pool = harness.timing_pool(built, gen, 4)
+    assert len(pool) == 4 and pool[0] is built
+    assert not torch.equal(pool[1][0], pool[2][0]) and pool[1][2] == 7
+    restored = harness.HeldPool(built, drawn_from, 4).restore("cpu")
+    assert len(restored) == 4
+    for sets, again in zip(pool, restored):
+        for a, b in zip(sets, again):
+            assert torch.equal(a, b) if isinstance(a, torch.Tensor) else a == b

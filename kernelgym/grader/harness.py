@@ -618,7 +618,7 @@ def prepare(req, inputs=None):
     if req.mode in ("grade", "time") and req.baseline_directory:
         base_fn = load_entry(req, backend, req.baseline_directory, "kernelgym_baseline", req.baseline_build_directory)
         prepare_baseline(req, state, base_fn)
-        if any(entry[1] is not None and _on_host(entry[1]) for entry in state.timing or ()):
+        if any(isinstance(entry[1], HeldPool) for entry in state.timing or ()):
             # What the pools held on the host took on the GPU goes back to the driver, for the other envs' processes
             # on this card: this process's allocator would keep it reserved, unused until the timed runs. Here, not
             # in `prepare_baseline`, whose last config's buffers are still referenced until it returns.
@@ -914,7 +914,8 @@ def prepare_baseline(req, state, base_fn):
             if isinstance(built, str):
                 raise RuntimeError("the task's input builder failed: " + built)
             verify = tuple(a.to("cuda") if isinstance(a, torch.Tensor) else a for a in built)
-            pool = [verify] + [tuple(_perturb(a, gen) for a in verify) for _ in range(req.input_sets - 1)]
+            drawn_from = gen.get_state()
+            pool = timing_pool(verify, gen, req.input_sets)
             # What every timed run of the candidate must match: the baseline's outputs on each input set (computed on
             # copies: an in-place output must not change the pool's inputs).
             expected = []
@@ -926,10 +927,9 @@ def prepare_baseline(req, state, base_fn):
             base.call_ms = _time_one_call(base)
             base.out = None  # releases the output block for the candidate's graph (same pool, same address)
             if _nbytes(pool) + _nbytes(expected) > _POOL_ON_HOST_BYTES:
-                # Until this config is timed (`run_timing` moves it back): every config's pool on the GPU at once
-                # holds the sum of them per env for the whole grading (matmul: about 9 GB). The verification set on
-                # the host is the one built.
-                pool, expected = [built] + _moved(pool[1:], "cpu"), _moved(expected, "cpu")
+                # Until this config is timed (`run_timing` restores it): every config's pool on the GPU at once
+                # holds the sum of them per env for the whole grading (matmul: about 9 GB).
+                pool, expected = HeldPool(built, drawn_from, req.input_sets), _moved(expected, "cpu")
             state.timing.append((cfg, pool, static, graph_pool, base, expected))
         except Exception:  # noqa: BLE001
             state.timing.append((cfg, None, None, None, tb(8), None))
@@ -971,9 +971,27 @@ def _nbytes(sets):
     return sum(a.numel() * a.element_size() for args in sets for a in args if isinstance(a, torch.Tensor))
 
 
-def _on_host(sets):
-    """Whether `sets` (argument or output tuples) hold a tensor in host memory."""
-    return any(isinstance(a, torch.Tensor) and a.device.type == "cpu" for args in sets for a in args)
+def timing_pool(verify, gen, sets):
+    """One config's `sets` timed input sets (argument tuples, on `verify`'s device): `verify`, the verification set,
+    then `sets - 1` sets perturbed from it (`_perturb`) with `gen` (a `torch.Generator` on that device). Drawn again
+    from the same `gen` state they are the same, bit for bit (`HeldPool`)."""
+    return [verify] + [tuple(_perturb(a, gen) for a in verify) for _ in range(sets - 1)]
+
+
+class HeldPool:
+    """A config's timing pool held off the GPU until that config is timed: the verification set as built (on the
+    host) and the generator state its perturbed sets were drawn from. Held so, not as host copies, the perturbed sets
+    cost no host memory and no copies either way (matmul: about 4.4 GB of its 6 GB per env)."""
+
+    def __init__(self, built, drawn_from, sets):
+        self.built, self.drawn_from, self.sets = built, drawn_from, sets
+
+    def restore(self, device):
+        """The pool `timing_pool` drew, on `device` ("cuda", or "cpu" where the state is a CPU generator's)."""
+        verify = tuple(a.to(device) if isinstance(a, torch.Tensor) else a for a in self.built)
+        gen = torch.Generator(device=device)
+        gen.set_state(self.drawn_from)
+        return timing_pool(verify, gen, self.sets)
 
 
 def _perturb(a, gen):
@@ -1004,8 +1022,8 @@ def run_timing(req, state, cand_fn):
             results.append(entry)
             continue
         try:
-            if _on_host(pool) or _on_host(expected):  # held there by `prepare_baseline`; gone after this turn
-                pool, expected = _moved(pool, "cuda"), _moved(expected, "cuda")
+            if isinstance(pool, HeldPool):  # held off the GPU by `prepare_baseline`; gone after this turn
+                pool, expected = pool.restore("cuda"), _moved(expected, "cuda")
             cand = Timed(cand_fn, static, req.warmup, req.outputs, graph_pool)
             t = _phase(f"time[{i}].setup", t)
             # Within twice the task's tolerance: baseline and candidate may each be off the reference by it.

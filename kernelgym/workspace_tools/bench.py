@@ -232,7 +232,7 @@ def measure(args, configs):
         cfg = spec["configs"][i]
         try:
             verify = builder(cfg, protocol.verify_seed(4321, i), DEVICE)
-            pool = [verify] + [tuple(harness._perturb(a, gen) for a in verify) for _ in range(input_sets - 1)]
+            pool = harness.timing_pool(verify, gen, input_sets)
             expected = []
             for a in pool:
                 copies = tuple(harness._clone(x) for x in a)
