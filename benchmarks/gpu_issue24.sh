@@ -19,9 +19,11 @@
 #     bash benchmarks/gpu_issue24.sh session8-matmul  # matmul at 8 envs, traced checked runs (4.5 min)
 #     bash benchmarks/gpu_issue24.sh session9    # prepare_ahead at 1 env, on against off; matmul at 4 and 8 envs (7 min)
 #     bash benchmarks/gpu_issue24.sh session10   # the same after 8a6a352 (spawned at reset), host-held pools, fewer runs (4 min)
+#     bash benchmarks/gpu_issue24.sh session11   # session10, then the Triton baselines in the time left, one call (9 min)
 #     bash benchmarks/gpu_issue24.sh baselines-parallel [--references-on-gpu]  # the 24 Triton baselines, 4 at once (5 min)
 # COMMIT=<hash> names the commit measured in machine.txt (the device's copy of .git is not the checkout's).
 # Copy $OUT into benchmarks/results/ with the machine and date.
+started=$(date +%s)  # session11 fits its parts into one device call by this clock
 source benchmarks/gpu_setup.sh
 mkdir -p "$OUT"
 (nvidia-smi --query-gpu=name,driver_version --format=csv; nproc; python3 -c "import torch, triton; print(torch.__version__, triton.__version__)"; date -u; echo "commit ${COMMIT:-$(git rev-parse HEAD 2>/dev/null)}") > "$OUT/machine.txt" 2>&1
@@ -180,6 +182,20 @@ session10)
     tp 55 triton-rmsnorm 1 20 s10_rmsnorm_n1_off.json --no-prepare-ahead
     tp 55 triton-rmsnorm 1 20 s10_rmsnorm_n1_on.json --prepare-ahead
     tp 120 triton-matmul 8 70 s10_matmul_n8.json
+    ;;
+session11)
+    # session10 and baselines-parallel in one device call (one machine start), ending by 540 s after the script
+    # began, inside the call's 600 s (gpu_calls.sh packs $OUT only after the script ends): rmsnorm at 1 env with
+    # prepare_ahead on (cold), off, on; matmul at 8 envs (host-held pools drawn again on the GPU: 38a07b6; relative
+    # perturbation: 55980bc); then the 24 Triton baselines, 4 at once, in the time left (the ones left out are named
+    # in baselines.md). About 9 min.
+    tp 45 triton-rmsnorm 1 15 s11_rmsnorm_n1_on_cold.json --prepare-ahead
+    tp 55 triton-rmsnorm 1 20 s11_rmsnorm_n1_off.json --no-prepare-ahead
+    tp 55 triton-rmsnorm 1 20 s11_rmsnorm_n1_on.json --prepare-ahead
+    tp 110 triton-matmul 8 60 s11_matmul_n8.json
+    left=$(( started + 540 - $(date +%s) - 45 ))
+    echo "baselines: ${left} s of budget left"
+    [ "$left" -ge 60 ] && BASELINES_BUDGET_S=$left baselines_parallel
     ;;
 session10-matmul)
     # Only matmul at 8 envs from session10 (what a session's last device minutes allow, about 2.5 min).
