@@ -9,7 +9,7 @@ with a seed (0) the first time, with reset() after that; `--prepare-ahead` has e
 while the one before is graded (the env's prepare_ahead; the seeds are the same either way). It records, per
 episode, the reset and submit wall times (s), the reward, and the CPU seconds of the env's own process. The result
 per N: gradings, wall seconds, gradings per hour, first and later per-grading times, submit-to-reward median and p95,
-the GPU's and the host CPU's busy fractions (nvidia-smi, /proc/stat), the host's and the env processes' CPU seconds
+the GPU's and the host CPU's busy fractions (nvidia-smi, /proc/stat), the most GPU memory in use at once, the host's and the env processes' CPU seconds
 per grading, the median of each grading phase (the grade's `phases_s`, and the checked and observed runs' own logged
 phases), and the rewards seen; and, since each grading times the untouched baseline against itself, the noise:
 median and p95 of |speedup - 1|. On the CPU interpreter nothing is timed (rewards 120): there it checks the plumbing
@@ -129,23 +129,39 @@ def _medians(dicts: list[dict]) -> dict[str, float]:
 
 class _GpuSampler:
     """The GPU's busy fraction over a window, from ``nvidia-smi``'s utilization samples (every 200 ms): the share
-    of time a kernel ran on the GPU. None where nvidia-smi is absent (the CPU interpreter)."""
+    of time a kernel ran on the GPU; and the most GPU memory in use at once, GiB, of the card's total (how near N
+    envs come to running it out of memory). None where nvidia-smi is absent (the CPU interpreter)."""
 
     def __init__(self):
         try:
-            self.proc = subprocess.Popen(["nvidia-smi", "--query-gpu=utilization.gpu", "--format=csv,noheader,nounits",
-                                          "-lms", "200", "-i", "0"], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-                                         text=True)
+            self.proc = subprocess.Popen(["nvidia-smi", "--query-gpu=utilization.gpu,memory.used,memory.total",
+                                          "--format=csv,noheader,nounits", "-lms", "200", "-i", "0"],
+                                         stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
         except OSError:
             self.proc = None
 
-    def stop(self) -> float | None:
+    def stop(self) -> tuple[float | None, float | None, float | None]:
+        """(busy fraction, peak memory used GiB, memory total GiB), each None where there was no sample."""
         if self.proc is None:
-            return None
+            return None, None, None
         self.proc.terminate()
         out, _ = self.proc.communicate()
-        samples = [float(x) for x in out.split() if x.replace(".", "", 1).isdigit()]
-        return round(statistics.fmean(samples) / 100, 3) if samples else None
+        return _gpu_samples(out)
+
+
+def _gpu_samples(out: str) -> tuple[float | None, float | None, float | None]:
+    """`_GpuSampler.stop`'s numbers from nvidia-smi's lines (``utilization %, memory used MiB, memory total MiB``)."""
+    rows = []
+    for line in out.splitlines():
+        try:
+            rows.append([float(x) for x in line.split(",")][:3])
+        except ValueError:
+            continue  # a partial last line, or "[N/A]"
+    rows = [r for r in rows if len(r) == 3]
+    if not rows:
+        return None, None, None
+    return (round(statistics.fmean(r[0] for r in rows) / 100, 3), round(max(r[1] for r in rows) / 1024, 1),
+            round(rows[0][2] / 1024, 1))
 
 
 def _cpu_ticks() -> tuple[int, int] | None:
@@ -198,7 +214,7 @@ def measure(task: str, n_envs: int, seconds: float, run_root: Path, harness_thre
     for p in procs:
         p.join()
     wall_s = time.monotonic() - start
-    busy = sampler.stop()
+    busy, gpu_memory_peak_gib, gpu_memory_total_gib = sampler.stop()
     cpu_busy = _cpu_busy(cpu_before)
     rows = [r for env_rows in per_env for r in env_rows if "error" not in r]
     errors = [r["error"] for env_rows in per_env for r in env_rows if "error" in r]
@@ -215,7 +231,8 @@ def measure(task: str, n_envs: int, seconds: float, run_root: Path, harness_thre
             "first_grading_s": [round(x, 2) for x in firsts],
             "later_grading_s_median": round(statistics.median(later), 2) if later else None,
             "submit_s_median": _q(sub, 0.5), "submit_s_p95": _q(sub, 0.95),
-            "gpu_busy_fraction": busy, "cpu_busy_fraction": cpu_busy,
+            "gpu_busy_fraction": busy, "gpu_memory_peak_gib": gpu_memory_peak_gib,
+            "gpu_memory_total_gib": gpu_memory_total_gib, "cpu_busy_fraction": cpu_busy,
             "host_cpu_s_per_grading": round(cpu_busy * (os.cpu_count() or 1) * wall_s / len(rows), 2)
             if rows and cpu_busy is not None else None,
             "env_process_cpu_s_per_grading": round(statistics.fmean([r["cpu_parent_s"] for r in rows]), 2)

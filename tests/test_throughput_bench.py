@@ -1,0 +1,36 @@
+"""benchmarks/throughput.py (gradings per hour through the env) on the CPU interpreter: nothing is timed here, so
+this checks its plumbing (one env graded in a window, the JSON's fields) and how it reads nvidia-smi's samples."""
+import importlib.util
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+SCRIPT = ROOT / "benchmarks" / "throughput.py"
+
+
+def _module():
+    spec = importlib.util.spec_from_file_location("throughput_bench", SCRIPT)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_gpu_samples_give_the_busy_fraction_and_the_peak_memory_and_skip_broken_lines():
+    samples = _module()._gpu_samples("40, 1024, 81559\n60, 30720, 81559\n[N/A], 2048, 81559\n70, 20")
+    assert samples == (0.5, 30.0, 79.6)
+    assert _module()._gpu_samples("") == (None, None, None)
+
+
+def test_one_env_is_graded_in_its_window_and_the_result_says_nothing_was_timed(tmp_path, require_bwrap):
+    out = tmp_path / "throughput.json"
+    proc = subprocess.run([sys.executable, str(SCRIPT), "--task", "triton-rmsnorm", "--envs", "1", "--seconds", "1",
+                           "--out", str(out)], capture_output=True, text=True, timeout=300, cwd=ROOT)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    result = json.loads(out.read_text())["results"][0]
+    assert result["envs"] == 1 and result["gradings"] >= 1 and result["errors"] == []
+    # The interpreter compiles and checks the kernel but times nothing: 120, no speedup, no GPU samples.
+    assert result["rewards"] == [120.0] and result["timed_gradings"] == 0 and result["noise_median"] is None
+    assert result["gpu_busy_fraction"] is None and result["gpu_memory_peak_gib"] is None
+    assert result["gradings_detail"][0]["phases_s"]["harness"] > 0
