@@ -9,8 +9,9 @@ with a seed (0) the first time, with reset() after that; `--prepare-ahead` has e
 while the one before is graded (the env's prepare_ahead; the seeds are the same either way). It records, per
 episode, the reset and submit wall times (s), the reward, and the CPU seconds of the env's own process. The result
 per N: gradings, wall seconds, gradings per hour, first and later per-grading times, submit-to-reward median and p95,
-the GPU's and the host CPU's busy fractions (nvidia-smi, /proc/stat), the most GPU memory in use at once, the host's and the env processes' CPU seconds
-per grading, the median of each grading phase (the grade's `phases_s`, and the checked and observed runs' own logged
+the GPU's and the host CPU's busy fractions (nvidia-smi, /proc/stat), the most GPU memory in use at once, the host's
+and the env processes' CPU seconds per grading, and the host's by kind of process (/proc: harness.py, bwrap, ...), the
+median of each grading phase (the grade's `phases_s`, and the checked and observed runs' own logged
 phases), and the rewards seen; and, since each grading times the untouched baseline against itself, the noise:
 median and p95 of |speedup - 1|. On the CPU interpreter nothing is timed (rewards 120): there it checks the plumbing
 only.
@@ -164,6 +165,71 @@ def _gpu_samples(out: str) -> tuple[float | None, float | None, float | None]:
             round(rows[0][2] / 1024, 1))
 
 
+class _ProcessCpuSampler:
+    """The host's CPU seconds over a window per kind of process, from every process's ``/proc/PID/stat`` (user +
+    system ticks) read every `interval_s`: a process is counted from its first sighting (or its value at the start)
+    to its last, so a short-lived one loses up to `interval_s` of its time. Kinds (`_process_kind`): a Python
+    script's or module's name (``harness.py``, ``throughput.py``: the env processes are forks of it), else the
+    command's name (``bwrap``, ``setpriv``, ``nvidia-smi``, ``kworker``). Diagnosis: where the host CPU per grading
+    goes beyond the harness's own and the env processes' (the rest is in no process: interrupts, and what the
+    sampling lost)."""
+
+    def __init__(self, interval_s: float = 0.25):
+        import threading
+
+        self.interval_s, self.last, self.kinds = interval_s, {}, {}
+        self.tick_s = 1 / os.sysconf("SC_CLK_TCK")
+        self._stop = threading.Event()
+        self._sample()
+        self.first = dict(self.last)  # the processes running at the start count from here
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.interval_s):
+            self._sample()
+
+    def _sample(self) -> None:
+        for entry in os.scandir("/proc"):
+            if not entry.name.isdigit():
+                continue
+            try:
+                stat = Path(entry.path, "stat").read_text()
+            except OSError:
+                continue  # gone
+            fields = stat[stat.rfind(")") + 2:].split()  # after the command's name, which may hold spaces
+            key = (entry.name, fields[19])  # pid and start time: a reused pid is another process
+            self.last[key] = int(fields[11]) + int(fields[12])
+            if key not in self.kinds:
+                self.kinds[key] = _process_kind(entry.path, stat[stat.find("(") + 1:stat.rfind(")")])
+
+    def stop(self) -> dict[str, float]:
+        """CPU seconds per kind of process over the window, largest first."""
+        self._stop.set()
+        self._thread.join()
+        self._sample()
+        by_kind: dict[str, float] = {}
+        for key, ticks in self.last.items():
+            kind = self.kinds[key]
+            by_kind[kind] = by_kind.get(kind, 0.0) + (ticks - self.first.get(key, 0)) * self.tick_s
+        return dict(sorted(((k, round(v, 2)) for k, v in by_kind.items() if v > 0), key=lambda kv: -kv[1]))
+
+
+def _process_kind(proc_dir: str, comm: str) -> str:
+    """`_ProcessCpuSampler`'s kind of the process at `proc_dir` (``/proc/PID``) whose command name is `comm`."""
+    try:
+        argv = [a.decode(errors="replace") for a in Path(proc_dir, "cmdline").read_bytes().split(b"\0")]
+    except OSError:
+        argv = []
+    if comm.startswith("python"):
+        for i, arg in enumerate(argv[1:], start=1):
+            if arg == "-m" and i + 1 < len(argv):
+                return argv[i + 1]
+            if arg.endswith(".py"):
+                return Path(arg).name
+    return comm.split("/")[0]
+
+
 def _cpu_ticks() -> tuple[int, int] | None:
     """(busy, total) jiffies of all the host's cores since boot, from /proc/stat; None where it is absent."""
     try:
@@ -201,7 +267,7 @@ def measure(task: str, n_envs: int, seconds: float, run_root: Path, harness_thre
     effective_prepare_ahead = prepare_ahead if prepare_ahead is not None else bool(env_default and env_default.default)
     ctx = mp.get_context("spawn")
     queue = ctx.Queue()
-    sampler = _GpuSampler()
+    sampler, processes = _GpuSampler(), _ProcessCpuSampler()
     cpu_before = _cpu_ticks()
     start = time.monotonic()
     procs = [ctx.Process(target=_worker, args=(task, seconds, str(run_root / f"{task}-n{n_envs}-{i}"), queue,
@@ -215,6 +281,7 @@ def measure(task: str, n_envs: int, seconds: float, run_root: Path, harness_thre
         p.join()
     wall_s = time.monotonic() - start
     busy, gpu_memory_peak_gib, gpu_memory_total_gib = sampler.stop()
+    by_kind = processes.stop()
     cpu_busy = _cpu_busy(cpu_before)
     rows = [r for env_rows in per_env for r in env_rows if "error" not in r]
     errors = [r["error"] for env_rows in per_env for r in env_rows if "error" in r]
@@ -236,6 +303,8 @@ def measure(task: str, n_envs: int, seconds: float, run_root: Path, harness_thre
             "host_cpu_s_per_grading": round(cpu_busy * (os.cpu_count() or 1) * wall_s / len(rows), 2)
             if rows and cpu_busy is not None else None,
             "env_process_cpu_s_per_grading": round(statistics.fmean([r["cpu_parent_s"] for r in rows]), 2)
+            if rows else None,
+            "host_cpu_s_per_grading_by_process": {k: round(v / len(rows), 2) for k, v in by_kind.items()}
             if rows else None, **_noise([r.get("speedup") for r in rows]), "phases_s_median": _medians([r["phases_s"] for r in later_rows]),
             "checked_run_s_median": _medians([r.get("checked_run_s", {}) for r in later_rows]),
             "observed_run_s_median": _medians([r.get("observed_run_s", {}) for r in later_rows]),

@@ -1,5 +1,6 @@
 """benchmarks/throughput.py (gradings per hour through the env) on the CPU interpreter: nothing is timed here, so
-this checks its plumbing (one env graded in a window, the JSON's fields) and how it reads nvidia-smi's samples."""
+this checks its plumbing (one env graded in a window, the JSON's fields, the CPU time per kind of process) and how it
+reads nvidia-smi's samples."""
 import importlib.util
 import json
 import subprocess
@@ -34,3 +35,17 @@ def test_one_env_is_graded_in_its_window_and_the_result_says_nothing_was_timed(t
     assert result["rewards"] == [120.0] and result["timed_gradings"] == 0 and result["noise_median"] is None
     assert result["gpu_busy_fraction"] is None and result["gpu_memory_peak_gib"] is None
     assert result["gradings_detail"][0]["phases_s"]["harness"] > 0
+    # The harness's process, sandboxed and no child of the env's, is found in /proc and its CPU time counted.
+    assert result["host_cpu_s_per_grading_by_process"]["harness.py"] > 0
+
+
+def test_a_process_is_known_by_its_python_script_or_module_else_by_its_command(tmp_path):
+    kind = _module()._process_kind
+    for argv, comm, expected in [([b"/v/bin/python", b"/r/kernelgym/grader/harness.py", b"req.json"], "python", "harness.py"),
+                                 ([b"python3", b"-u", b"-m", b"kernelgym.cli", b"run"], "python3", "kernelgym.cli"),
+                                 ([b"/usr/bin/bwrap", b"--ro-bind", b"/usr"], "bwrap", "bwrap"),
+                                 ([], "kworker/3:1-events", "kworker")]:
+        proc = tmp_path / comm.replace("/", "_")
+        proc.mkdir()
+        (proc / "cmdline").write_bytes(b"\0".join(argv))
+        assert kind(str(proc), comm) == expected
