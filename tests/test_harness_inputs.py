@@ -249,3 +249,14 @@ def test_a_held_pool_restores_the_sets_it_was_drawn_as_bit_for_bit():
     for sets, again in zip(pool, restored):
         for a, b in zip(sets, again):
             assert torch.equal(a, b) if isinstance(a, torch.Tensor) else a == b
+
+
+def test_a_perturbed_set_stays_within_its_dtypes_finite_range():
+    gen = torch.Generator().manual_seed(0)
+    big = torch.full((4096,), 65000.0, dtype=torch.float16)
+    mask = torch.tensor([float("-inf"), torch.finfo(torch.float16).min, 0.0] * 1000, dtype=torch.float16)
+    assert torch.isfinite(harness._perturb(big, gen)).all()
+    moved = harness._perturb(mask, gen)
+    # An infinity or the dtype's lowest stays the lowest finite value: a masked score stays masked, never -inf/NaN.
+    assert torch.isfinite(moved).all() and (moved[0::3] == torch.finfo(torch.float16).min).all()
+    assert (moved[2::3] == 0).all()

@@ -66,6 +66,9 @@ _fill = torch.Tensor.fill_
 _isclose = torch.isclose
 _all = torch.Tensor.all
 _randbelow = secrets.randbelow
+# The timed sets' draw (`_perturb`), again in `run_timing` where a pool was held off the GPU (`HeldPool`).
+_Generator, _randn, _where, _any = torch.Generator, torch.randn, torch.where, torch.Tensor.any
+_add_, _mul_, _clamp_, _to = torch.Tensor.add_, torch.Tensor.mul_, torch.Tensor.clamp_, torch.Tensor.to
 _TorchDispatchMode = torch.utils._python_dispatch.TorchDispatchMode
 _mode_enter, _mode_exit = _TorchDispatchMode.__enter__, _TorchDispatchMode.__exit__
 _dispatch_stack_at = torch._C._get_dispatch_stack_at
@@ -988,24 +991,27 @@ class HeldPool:
 
     def restore(self, device):
         """The pool `timing_pool` drew, on `device` ("cuda", or "cpu" where the state is a CPU generator's)."""
-        verify = tuple(a.to(device) if isinstance(a, torch.Tensor) else a for a in self.built)
-        gen = torch.Generator(device=device)
+        verify = tuple(_to(a, device) if isinstance(a, torch.Tensor) else a for a in self.built)
+        gen = _Generator(device=device)
         gen.set_state(self.drawn_from)
         return timing_pool(verify, gen, self.sets)
 
 
 def _perturb(a, gen):
     """One more timed input set's argument from the verification set's `a`: a floating tensor (any shape and dtype,
-    on `gen`'s device) with each element scaled by 1 + 0.05·N(0, 1), in its dtype; an all-zero one gets 0.05·N(0, 1)
+    on `gen`'s device) with each element scaled by 1 + 0.05·N(0, 1), in its dtype and within its finite range (an
+    infinity or a value near the dtype's largest becomes the largest finite one); an all-zero one gets 0.05·N(0, 1)
     added, so its sets still differ; any other argument copied.
 
     Relative, not absolute: matmul's B (std 1/64 at K=4096) under 0.05 absolute noise triples its scale, so the timed
     sets would leave the task's distribution; each element's own scale also keeps zeros, signs and masks (-1e4 beside
-    0) as the builder drew them."""
+    0, or the dtype's lowest) as the builder drew them. Peak memory: one fp32 tensor of `a`'s shape beside it."""
     if isinstance(a, torch.Tensor) and a.is_floating_point():
-        x, noise = a.float(), 0.05 * torch.randn(a.shape, generator=gen, device=a.device, dtype=torch.float32)
-        # A device-side choice: no host sync between the sets' launches.
-        return torch.where(x.any(), x * (1 + noise), noise).to(a.dtype)
+        keep = _any(a)  # a device-side choice: no host sync between the sets' launches
+        y = _mul_(_randn(a.shape, generator=gen, device=a.device, dtype=torch.float32), 0.05)
+        y = _mul_(_add_(y, keep), _where(keep, a, 1))  # (1 + noise) * a, or noise where a is all zeros
+        info = torch.finfo(a.dtype)
+        return _to(_clamp_(y, info.min, info.max), a.dtype)
     return _clone(a)
 
 
@@ -1023,7 +1029,12 @@ def run_timing(req, state, cand_fn):
             continue
         try:
             if isinstance(pool, HeldPool):  # held off the GPU by `prepare_baseline`; gone after this turn
+                cand = None  # the last config's graph and buffers: freed before this pool is drawn beside them
                 pool, expected = pool.restore("cuda"), _moved(expected, "cuda")
+                torch.cuda.empty_cache()  # the draw's fp32 temporaries, back to the other envs' processes
+            if not len(pool) == len(expected) == req.input_sets:  # every timed set checked against its own outputs
+                raise RuntimeError(f"the timing pool holds {len(pool)} input sets and {len(expected)} expected "
+                                   f"outputs where the request asks for {req.input_sets}")
             cand = Timed(cand_fn, static, req.warmup, req.outputs, graph_pool)
             t = _phase(f"time[{i}].setup", t)
             # Within twice the task's tolerance: baseline and candidate may each be off the reference by it.
