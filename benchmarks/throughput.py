@@ -27,6 +27,7 @@ import re
 import subprocess
 import statistics
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -175,8 +176,6 @@ class _ProcessCpuSampler:
     sampling lost)."""
 
     def __init__(self, interval_s: float = 0.25):
-        import threading
-
         self.interval_s, self.last, self.kinds = interval_s, {}, {}
         self.tick_s = 1 / os.sysconf("SC_CLK_TCK")
         self._stop = threading.Event()

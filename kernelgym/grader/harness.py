@@ -697,7 +697,7 @@ def _build_inputs(builder, seed, configs, seed_of):
 
 def _moved(inputs, device):
     """`inputs` (per config, as `_build_inputs` gives them) with every tensor moved to `device`."""
-    return [args if isinstance(args, str) else tuple(a.to(device) if isinstance(a, torch.Tensor) else a for a in args)
+    return [args if isinstance(args, str) else tuple(_to(a, device) if isinstance(a, torch.Tensor) else a for a in args)
             for args in inputs]
 
 
@@ -916,7 +916,7 @@ def prepare_baseline(req, state, base_fn):
             built = state.verify_inputs[i]
             if isinstance(built, str):
                 raise RuntimeError("the task's input builder failed: " + built)
-            verify = tuple(a.to("cuda") if isinstance(a, torch.Tensor) else a for a in built)
+            verify = _moved([built], "cuda")[0]
             drawn_from = gen.get_state()
             pool = timing_pool(verify, gen, req.input_sets)
             # What every timed run of the candidate must match: the baseline's outputs on each input set (computed on
@@ -991,7 +991,7 @@ class HeldPool:
 
     def restore(self, device):
         """The pool `timing_pool` drew, on `device` ("cuda", or "cpu" where the state is a CPU generator's)."""
-        verify = tuple(_to(a, device) if isinstance(a, torch.Tensor) else a for a in self.built)
+        verify = _moved([self.built], device)[0]
         gen = _Generator(device=device)
         gen.set_state(self.drawn_from)
         return timing_pool(verify, gen, self.sets)

@@ -72,8 +72,8 @@ def warmup_seed(seed: int, index: int) -> int:
 def timed_reps(reps: int, rounds: int, call_ms: float | None, budget_ms: float) -> int:
     """Timed runs per kernel on one config: `reps`, or fewer where `reps` calls of the baseline, one of which took
     `call_ms` (ms, timed before any candidate code ran), would take longer than `budget_ms`: then the fewest whole
-    rounds' worth that fill `budget_ms`, at least 2 runs a round. A long kernel's run-to-run spread is small, and its
-    100 runs made most of a large GEMM's grading. `budget_ms` 0, or no `call_ms`: `reps`."""
+    rounds' worth that fill `budget_ms`, at least 2 runs a round. A long kernel's run-to-run spread is small, and 100
+    runs of it would take most of a large GEMM's grading. `budget_ms` 0, or no `call_ms`: `reps`."""
     if not (0 < budget_ms < math.inf) or call_ms is None or not (0 < call_ms < math.inf) or rounds < 1:
         return reps  # NaN fails both comparisons
     return min(reps, max(2, math.ceil(budget_ms / (call_ms * rounds))) * rounds)
