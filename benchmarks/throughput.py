@@ -19,6 +19,7 @@ only.
 from __future__ import annotations
 
 import argparse
+import collections
 import inspect
 import json
 import multiprocessing as mp
@@ -69,6 +70,11 @@ def _grading_detail(env) -> dict:
                  "every_config_every_element", "launch_counter")
         detail["checks"] = {k: v[:400] if k in whole else v.split(":")[0] for k, v in grade.checks.items()}
         detail["gpu_turns"] = [m for st in grade.stages for m in st.messages if m.startswith("GPU schedule:")]
+        # Why a grading fell short of the full score: its typed outcome and the first failed gate's messages.
+        detail["outcome"] = grade.outcome
+        failed = next((st for st in grade.stages if st.passed is False), None)
+        if failed is not None:
+            detail["failed_gate"] = {"name": failed.name, "messages": [m[:400] for m in failed.messages[:4]]}
     return detail
 
 
@@ -310,7 +316,9 @@ def measure(task: str, n_envs: int, seconds: float, run_root: Path, harness_thre
             "trusted_side_s_median": _medians([{k: r[k] for k in ("references_s", "compare_spent_s", "compare_done_s")
                                                 if r.get(k) is not None} for r in later_rows]),
             "observer_ahead": sorted({str(r.get("observer_ahead")).split(":")[0] for r in rows}),
-            "rewards": sorted({round(r["reward"], 1) for r in rows}), "errors": errors, "gradings_detail": rows}
+            "rewards": sorted({round(r["reward"], 1) for r in rows}),
+            "outcomes": dict(collections.Counter(str(r.get("outcome")) for r in rows)),
+            "errors": errors, "gradings_detail": rows}
 
 
 def main() -> None:

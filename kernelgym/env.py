@@ -105,13 +105,13 @@ class KernelArenaEnv(gym.Env):
     prepare_ahead: with spawn_ahead, where this episode began with reset() without a seed (the autoreset of vector
     envs), also peek at the next grading seed at its end (the draw the next reset() will make, on a copy of
     np_random) and have those processes prepare that grading while this one is graded (they are started at the
-    reset, so that they have imported torch by then): the next reset() and an immediate submit then wait for no
-    preparing either. reset() still draws its seed itself and takes the prepared grading only where the draw is the
+    reset, or at the submit before it, so that they have imported torch by then: the episode after the next is
+    spawned at each submit), and the next reset() and an immediate submit then wait for no preparing either. reset() still draws its seed itself and takes the prepared grading only where the draw is the
     one peeked at (a reseed, or another draw from np_random since, discards it), so the grading seeds are the same
     either way. After a reset(seed=...) nothing is prepared ahead (a caller that seeds every reset would only waste
-    it). Default False: it holds a second grading process per env through the episode, and its gain with the
-    processes spawned at the reset is not yet measured on a GPU (benchmarks/gpu_issue24.sh session10; spawned at the
-    submit it cut a 1-env submit from 3.81 to 2.97 s with the noise as low).
+    it). Default False: it holds two more grading processes per env through the episode (one with its CUDA context
+    and inputs), and its gain is not yet measured on a GPU with the episode after the next spawned ahead
+    (benchmarks/results/README.md: spawned at the reset it left a 1-env submit at 4.3 s, against 4.1 s without).
 
     Raises:
         UnknownTaskError: no task of that name, env id or folder (the message offers close matches).
@@ -155,6 +155,7 @@ class KernelArenaEnv(gym.Env):
         self.workspace: Path | None = None
         self.grader: EpisodeGrader | None = None
         self._next_episode: tuple[str, Path, EpisodeGrader] | None = None  # see step
+        self._after_next_episode: tuple[str, Path, EpisodeGrader] | None = None  # see `_start_next_episode`
         self._next_grading_seed: int | None = None  # peeked at for `_next_episode` where its grading was prepared
         self._reset_unseeded = False  # whether the last reset() was given no seed
         self._done = True
@@ -165,7 +166,8 @@ class KernelArenaEnv(gym.Env):
         if getattr(self, "grader", None) is not None:
             self.grader.stop_worker()
         # The episode made ahead while the last one was graded (its grader's processes started then), else a new one.
-        next_episode, self._next_episode = getattr(self, "_next_episode", None), None
+        next_episode, self._next_episode = getattr(self, "_next_episode", None), getattr(self, "_after_next_episode", None)
+        self._after_next_episode = None
         prepared_seed, self._next_grading_seed = self._next_grading_seed, None
         self._reset_unseeded = seed is None  # the caller's pattern: `_start_next_episode` prepares ahead only then
         self.episode_id, self.episode_dir, self.grader = next_episode or self._new_episode()
@@ -186,8 +188,8 @@ class KernelArenaEnv(gym.Env):
         if self.grader_config.warm_worker and prepared_seed != self._grading_seed:
             self.grader.start_worker(seed=self._grading_seed)
         if self.grader_config.warm_worker and self.spawn_ahead and self.prepare_ahead:
-            # Spawned now, prepared at this episode's end: a worker spawned only then was still importing torch when
-            # an immediate submit after the next reset() needed its preparation.
+            # Spawned now where the last submit did not spawn it already (`_after_next_episode`), prepared at this
+            # episode's end: a worker spawned only then is still importing torch when its preparation is asked for.
             self._start_next_episode(prepare=False)
         self.steps, self.start_time, self._done, self.grade = 0, time.monotonic(), False, None
         prompt = fmt.build_prompt(self.task, self.hardware, self.workspace, self.max_steps, self.max_wall_s)
@@ -233,10 +235,12 @@ class KernelArenaEnv(gym.Env):
     def close(self):
         if getattr(self, "grader", None) is not None:
             self.grader.stop_worker()
-        next_episode, self._next_episode, self._next_grading_seed = getattr(self, "_next_episode", None), None, None
-        if next_episode is not None:  # made ahead and never started: its processes stop, its folder goes
-            next_episode[2].stop_worker()
-            remove_tree(next_episode[1])
+        made_ahead = [getattr(self, "_next_episode", None), getattr(self, "_after_next_episode", None)]
+        self._next_episode, self._after_next_episode, self._next_grading_seed = None, None, None
+        for episode in made_ahead:
+            if episode is not None:  # made ahead and never started: its processes stop, its folder goes
+                episode[2].stop_worker()
+                remove_tree(episode[1])
         super().close()
 
     def _start_next_episode(self, prepare: bool = True) -> None:
@@ -244,14 +248,19 @@ class KernelArenaEnv(gym.Env):
         and an immediate submit then wait for neither Python process to start. With `prepare` and prepare_ahead, after
         a reset() without a seed, also peek at the next grading seed (the draw the next reset() makes) and have them
         prepare that grading; the observer's part of it waits until this episode's grading is done
-        (`release_observer`), since this episode's candidate runs meanwhile. Made once and prepared once per episode:
-        a step retried after its grading raised finds both done."""
+        (`release_observer`), since this episode's candidate runs meanwhile; and start the processes of the episode
+        after the next (`_after_next_episode`), which the next reset() makes the next: a worker has to import torch
+        (2-3 s) before it can prepare, and one spawned only at the next reset() is still importing at an immediate
+        submit. Made once and prepared once per episode: a step retried after its grading raised finds all done."""
         if self._next_episode is None:
             self._next_episode = self._new_episode()
             self._next_episode[2].spawn()
         if prepare and self.prepare_ahead and self._reset_unseeded and self._next_grading_seed is None:
             self._next_grading_seed = _grading_seed(copy.deepcopy(self.np_random))
             self._next_episode[2].start_worker(seed=self._next_grading_seed, hold_observer=True)
+            if self._after_next_episode is None:
+                self._after_next_episode = self._new_episode()
+                self._after_next_episode[2].spawn()
 
     def _new_episode(self) -> tuple[str, Path, EpisodeGrader]:
         """A new episode's id, folder (owner-only: files the sandboxed agent or kernel made, even setuid ones when

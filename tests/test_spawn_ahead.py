@@ -2,8 +2,8 @@
 `Grader.spawn`, grader.py): the next reset takes them instead of starting Python processes, the grade is the same, and
 an env closed before that reset leaves no process or folder behind. With prepare_ahead (opt-in), they are started at
 the reset already, and after an episode begun by reset() without a seed, they prepare the next grading at its end,
-for the seed the next reset() draws: the seeds are the same as without it, and a reset(seed=...) grades with its own
-seed. The time it saves is measured on a GPU (benchmarks/throughput.py), not here."""
+for the seed the next reset() draws, while the episode after the next is spawned: the seeds are the same as without
+it, and a reset(seed=...) grades with its own seed. The time it saves is measured on a GPU (benchmarks/throughput.py), not here."""
 import copy
 import subprocess
 
@@ -110,11 +110,16 @@ def test_the_next_grading_is_prepared_during_the_grading_with_the_seed_reset_wou
             assert [e for e in events if e != own] == [("start_worker", id(grader), True),
                                                        ("grade", id(graded_by), None),
                                                        ("release_observer", id(grader), None)]
+            # The episode after the next is spawned at this submit, so that it has imported torch by the next
+            # submit, when it prepares; the next reset makes it the next one.
+            after_next = env._after_next_episode
+            assert after_next is not None and after_next[2]._spare.worker.alive() and after_next[2] is not grader
             events[:] = []
             env.reset()
             assert env.grader is grader and grader.worker is worker and env._grading_seed == prepared.seed
             assert not any(e[0] == "start_worker" for e in events)  # prepared already: not started again
-            assert env._next_episode[2]._spare is not None and env._next_episode[2] is not grader
+            assert env._next_episode is after_next and env._after_next_episode is None
+            assert env._next_episode[2]._spare is not None
             seeds.append(env._grading_seed)
     finally:
         env.close()
@@ -157,10 +162,13 @@ def test_a_reset_with_a_seed_grades_its_own_and_close_stops_what_was_prepared(tm
         _, episode_dir, grader = env._next_episode
         worker = grader.worker
         assert worker.alive() and grader._prepared is not None
+        _, after_dir, after_grader = env._after_next_episode
+        after_worker = after_grader._spare.worker
     finally:
         env.close()
-    worker.proc.wait(timeout=10)
-    assert not worker.alive() and not episode_dir.exists()
+    for w, d in ((worker, episode_dir), (after_worker, after_dir)):  # both made ahead: stopped, their folders gone
+        w.proc.wait(timeout=10)
+        assert not w.alive() and not d.exists()
 
 
 def test_the_observers_part_of_a_prepared_grading_waits_for_its_release(tmp_path, require_bwrap, monkeypatch):
@@ -205,10 +213,12 @@ def test_a_step_retried_after_its_grading_raised_keeps_the_next_episode_made(tmp
             env.step({"kind": "submit"})
         except RuntimeError:
             pass
-        made, peeked = env._next_episode, env._next_grading_seed
+        made, after_next, peeked = env._next_episode, env._after_next_episode, env._next_grading_seed
         _, reward, terminated, *_ = env.step({"kind": "submit"})
-        # Neither a second next episode (the first one's processes and folder left behind) nor a second peek.
+        # Neither a second next episode (the first one's processes and folder left behind) nor a second peek, nor a
+        # second episode after the next: this one's folder and the two made ahead.
         assert terminated and reward == 120.0 and calls[1] is made and env._next_grading_seed == peeked
-        assert len(list((tmp_path / "run" / "episodes").iterdir())) == 2
+        assert after_next is not None and env._after_next_episode is after_next
+        assert len(list((tmp_path / "run" / "episodes").iterdir())) == 3
     finally:
         env.close()

@@ -35,6 +35,10 @@ def test_one_env_is_graded_in_its_window_and_the_result_says_nothing_was_timed(t
     assert result["rewards"] == [120.0] and result["timed_gradings"] == 0 and result["noise_median"] is None
     assert result["gpu_busy_fraction"] is None and result["gpu_memory_peak_gib"] is None
     assert result["gradings_detail"][0]["phases_s"]["harness"] > 0
+    # Every grading's typed outcome is kept and counted (why a grading fell short of the full score).
+    from kernelgym.grader.outcome import OUTCOMES
+    assert sum(result["outcomes"].values()) == result["gradings"]
+    assert all(g["outcome"] in OUTCOMES for g in result["gradings_detail"])
     # The harness's process, sandboxed and no child of the env's, is found in /proc and its CPU time counted.
     assert result["host_cpu_s_per_grading_by_process"]["harness.py"] > 0
 
