@@ -266,6 +266,27 @@ def test_a_comparison_the_gpu_fails_is_made_on_the_cpu(monkeypatch):
     assert moved.values.device.type == moved.bound.device.type == moved.finite.device.type == "cpu"
 
 
+def test_a_reference_without_its_bound_held_compares_as_one_with_it():
+    # On a GPU the references are held without their elementwise bound (computed at each comparison): the verdicts
+    # and messages must be the same as with the bound held, NaN in the reference and outputs off by a hair included.
+    from kernelgym.grader import compare as cmp
+    from kernelgym.task import Tolerance
+    tol = Tolerance(atol=1e-2, rtol=1e-2)
+    g = torch.Generator().manual_seed(0)
+    ref = torch.randn(64, 33, generator=g)
+    ref[3, 5] = float("nan")
+    held, lazy = prepare_reference(ref, tol), prepare_reference(ref, tol, keep_bound=False)
+    assert lazy.bound is None and held.bound is not None and (lazy.atol, lazy.rtol) == (tol.atol, tol.rtol)
+    bound = ref.abs() * tol.rtol + tol.atol
+    outs = [ref.clone(), ref + 0.9 * bound, ref + 1.1 * bound, torch.zeros_like(ref), ref.half()]
+    for out in outs:
+        want = repr(cmp.compare_output(out, held, "float32", "tolerance", tol))  # repr: NaN == NaN
+        assert repr(cmp.compare_output(out, lazy, "float32", "tolerance", tol)) == want
+        assert repr(cmp.compare_output(out, cmp.on_cpu(lazy), "float32", "tolerance", tol)) == want
+    assert [cmp.compare_output(o, lazy, "float32", "tolerance", tol)[0] for o in outs] == [True, True, False, False,
+                                                                                           False]
+
+
 def test_the_trivial_output_check_the_gpu_fails_is_made_on_the_cpu(monkeypatch):
     # The task's trivial-output check runs on the references where they are held; a GPU out of memory there (the
     # candidates' processes beside it) raised out of References and failed the task (TaskSpecError from the step).

@@ -10,13 +10,16 @@ import torch
 #: Relative L2 error above which an output fails even inside the elementwise tolerance: blocks constant or
 #: near-zero outputs that clear a loose absolute tolerance when the true values are small.
 MAX_REL_L2 = 0.05
+#: Outputs of at least this many elements give their comparison's GPU memory back at once (`_compare_where_held`).
+LARGE_OUTPUT_ELEMENTS = 1 << 24
 
 
 @dataclass(frozen=True)
 class PreparedReference:
     """A reference output made ready for comparing, ahead of time (the grader does it while the agent works):
-    `values` in fp32, the elementwise `bound` atol + rtol * |ref| (fp32, same shape), the L2 `norm` of its finite
-    values and, where some values are NaN/Inf, the mask of the `finite` ones (None where all are)."""
+    `values` in fp32, the elementwise `bound` atol + rtol * |ref| (fp32, same shape; None where it is computed at
+    each comparison from `atol` and `rtol` instead), the L2 `norm` of its finite values and, where some values are
+    NaN/Inf, the mask of the `finite` ones (None where all are)."""
 
     values: torch.Tensor
     bound: torch.Tensor | None
@@ -25,15 +28,20 @@ class PreparedReference:
     rule: str = "tolerance"
     """tolerance, exact or set (see `compare_output`); for exact and set, `values` keeps the reference's dtype (set:
     sorted along the last dimension) and `bound` is None."""
+    atol: float = 0.0
+    rtol: float = 0.0
+    """The tolerance the bound is made of, where `bound` is None (``tolerance`` only)."""
 
     def numel(self) -> int:
         return self.values.numel()
 
 
-def prepare_reference(ref: torch.Tensor, tol, rule: str = "tolerance") -> PreparedReference:
+def prepare_reference(ref: torch.Tensor, tol, rule: str = "tolerance", keep_bound: bool = True) -> PreparedReference:
     """`ref` (any shape) made ready for `rule`: for ``tolerance`` (any float dtype) its bound under the `Tolerance`
     `tol`; for ``exact`` the values as they are; for ``set`` sorted along the last dimension. See
-    `PreparedReference`.
+    `PreparedReference`. `keep_bound` False: the bound is computed at each comparison instead of held (on a GPU,
+    where it takes one fused pass and holding it would double the memory each env's references take beside the
+    candidates' processes: 0.8 GB per input set of triton-matmul).
 
     Raises:
         ValueError: `rule` is none of tolerance, exact, set; or `ref` is not a tensor.
@@ -46,10 +54,16 @@ def prepare_reference(ref: torch.Tensor, tol, rule: str = "tolerance") -> Prepar
     if rule != "tolerance":
         raise ValueError(f"unknown comparison rule {rule!r}; expected tolerance, exact or set")
     r = ref.detach().float()
-    bound, finite = r.abs().mul_(tol.rtol).add_(tol.atol), torch.isfinite(r)
+    bound = _bound(r, tol.atol, tol.rtol) if keep_bound else None
+    finite = torch.isfinite(r)
     if bool(finite.all()):
-        return PreparedReference(r, bound, float(r.norm()))
-    return PreparedReference(r, bound, float(r[finite].norm()), finite)
+        return PreparedReference(r, bound, float(r.norm()), None, rule, tol.atol, tol.rtol)
+    return PreparedReference(r, bound, float(r[finite].norm()), finite, rule, tol.atol, tol.rtol)
+
+
+def _bound(r: torch.Tensor, atol: float, rtol: float) -> torch.Tensor:
+    """The elementwise bound atol + rtol * |r| (fp32, the shape of `r`)."""
+    return r.abs().mul_(rtol).add_(atol)
 
 
 def compare_outputs(out: Any, ref: torch.Tensor | PreparedReference, config: dict, tol) -> tuple[bool, str, float | None]:
@@ -86,7 +100,13 @@ def _compare_where_held(out: Any, ref: PreparedReference, dtype: str, tol) -> tu
     processes, a CUDA error): the machine's limit, not the kernel's fault, so compared again on the CPU, where an
     exotic output fails as it would have. Raises what the CPU comparison raises."""
     try:
-        return _compare(out, ref, dtype, tol)
+        result = _compare(out, ref, dtype, tol)
+        if ref.values.device.type != "cpu" and ref.values.numel() >= LARGE_OUTPUT_ELEMENTS:
+            # The output's copy and the fp32 temporaries (about 4x the output's bytes) go back to the driver, for the
+            # candidates' processes on this card: this process's allocator would keep them reserved until the next
+            # grading's references.
+            torch.cuda.empty_cache()
+        return result
     except Exception:  # noqa: BLE001
         if ref.values.device.type == "cpu":
             raise
@@ -98,7 +118,7 @@ def on_cpu(ref: PreparedReference) -> PreparedReference:
     """`ref` with its tensors on the CPU."""
     def cpu(t):
         return None if t is None else t.cpu()
-    return PreparedReference(cpu(ref.values), cpu(ref.bound), ref.norm, cpu(ref.finite), ref.rule)
+    return PreparedReference(cpu(ref.values), cpu(ref.bound), ref.norm, cpu(ref.finite), ref.rule, ref.atol, ref.rtol)
 
 
 def _compare(out: Any, ref: PreparedReference, dtype: str, tol) -> tuple[bool, str, float | None]:
@@ -132,7 +152,7 @@ def _compare(out: Any, ref: PreparedReference, dtype: str, tol) -> tuple[bool, s
     # Relative L2 over the reference's finite values: a NaN there must not switch the check off.
     diff_norm = float(err.norm() if ref.finite is None else err[ref.finite].norm())
     rel = diff_norm / ref.norm if ref.norm > 0 else diff_norm
-    within = err <= ref.bound
+    within = err <= (ref.bound if ref.bound is not None else _bound(r, ref.atol, ref.rtol))
     if not bool(within.all()):
         finite_ref = torch.isfinite(r)
         bad = ~torch.isfinite(o) & finite_ref

@@ -48,8 +48,10 @@ def reference_outputs(task: Task, config: dict, seed: int, device: str = "cpu") 
 
 def prepare_outputs(task: Task, config: dict, refs: tuple, device: str = "cpu") -> tuple[PreparedReference, ...]:
     """Each reference output prepared for its comparison rule and tolerance on `config`, held on `device` (where
-    the candidate's outputs are then compared)."""
-    return tuple(prepare_reference(r.to(device), task.spec.tolerance_for(o, config), o.rule_for(config))
+    the candidate's outputs are then compared; off the CPU without its elementwise bound, computed at each
+    comparison instead: `prepare_reference`)."""
+    return tuple(prepare_reference(r.to(device), task.spec.tolerance_for(o, config), o.rule_for(config),
+                                   keep_bound=device == "cpu")
                  for o, r in zip(task.spec.outputs, refs))
 
 
@@ -123,6 +125,12 @@ class References:
                         prepared_all.append(self._prepared(cfg, s))
                 for (cfg, s), prepared in zip(jobs, prepared_all):
                     self._store(cfg, s, prepared)
+                if self.device != "cpu":
+                    import torch
+
+                    # The inputs and fp32 temporaries the references were computed from go back to the driver, for
+                    # the candidates' processes on this card: this process's allocator would keep them reserved.
+                    torch.cuda.empty_cache()
                 if len(prepared_all) == len(jobs):
                     self.computed_s = time.monotonic() - started
             except BaseException as e:  # noqa: BLE001 - re-raised in the caller's thread by get()
