@@ -20,7 +20,7 @@
 #     bash benchmarks/gpu_issue24.sh session9    # prepare_ahead at 1 env, on against off; matmul at 4 and 8 envs (7 min)
 #     bash benchmarks/gpu_issue24.sh session10   # the same after 8a6a352 (spawned at reset), host-held pools, fewer runs (4 min)
 #     bash benchmarks/gpu_issue24.sh session11   # session10, then the Triton baselines in the time left, one call (9 min)
-#     bash benchmarks/gpu_issue24.sh session12   # prepare_ahead two episodes deep at 1 env (20 gradings: the noise), matmul at 8 and 4 envs (9 min)
+#     bash benchmarks/gpu_issue24.sh session12   # prepare_ahead two episodes deep at 1 env (20 gradings: the noise), matmul at 8 and 4 envs (8 min)
 #     bash benchmarks/gpu_issue24.sh baselines-parallel [--references-on-gpu]  # the 24 Triton baselines, 4 at once (5 min)
 # COMMIT=<hash> names the commit measured in machine.txt (the device's copy of .git is not the checkout's).
 # Copy $OUT into benchmarks/results/ with the machine and date.
@@ -189,12 +189,12 @@ session12)
     # when asked to prepare) at 1 env: on (cold), off, on over 45 s (about 20 gradings: the noise target); db9c4e8
     # (the env process's GPU references without their bound, its CUDA cache emptied) with matmul at 8 envs, then at
     # 4 envs with prepare_ahead in the time left (two harnesses with a CUDA context per env: not at 8 on 80 GB).
-    # Ends by 540 s after the script began. About 9 min.
+    # Ends by 480 s after the script began. About 8 min.
     tp 45 triton-rmsnorm 1 15 s12_rmsnorm_n1_on_cold.json --prepare-ahead
     tp 55 triton-rmsnorm 1 20 s12_rmsnorm_n1_off.json --no-prepare-ahead
     tp 90 triton-rmsnorm 1 45 s12_rmsnorm_n1_on.json --prepare-ahead
     tp 150 triton-matmul 8 90 s12_matmul_n8.json
-    left=$(( started + 540 - $(date +%s) ))
+    left=$(( started + 480 - $(date +%s) ))
     echo "matmul at 4 envs with prepare_ahead: ${left} s left"
     [ "$left" -ge 90 ] && tp $((left - 10)) triton-matmul 4 $((left - 55)) s12_matmul_n4_ahead.json --prepare-ahead
     ;;
