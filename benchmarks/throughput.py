@@ -115,6 +115,18 @@ def _worker(task: str, seconds: float, run_dir: str, queue, threads: int, grader
     queue.put(rows)
 
 
+def _steady_rate(per_env: list[list[dict]]) -> int | None:
+    """Gradings an hour once every env has finished its first (cold caches, the first CUDA start, autotuning): the
+    gradings finished after the last env's first one, over the time from then to the last finished; None where
+    none finished after it."""
+    firsts = [rows[0]["done_at_s"] for rows in per_env if rows and "error" not in rows[0]]
+    if len(firsts) < len(per_env):
+        return None
+    warm_at = max(firsts)
+    later = [r["done_at_s"] for rows in per_env for r in rows if "error" not in r and r["done_at_s"] > warm_at]
+    return round(len(later) * 3600 / (max(later) - warm_at)) if later else None
+
+
 def _q(values: list[float], q: float) -> float | None:
     """The `q` quantile of `values` (nearest rank), rounded; None when empty."""
     if not values:
@@ -300,6 +312,7 @@ def measure(task: str, n_envs: int, seconds: float, run_root: Path, harness_thre
             "prepare_ahead": effective_prepare_ahead,
             "window_s": seconds, "wall_s": round(wall_s, 1), "gradings": len(rows),
             "gradings_per_hour": round(len(rows) * 3600 / wall_s),
+            "steady_gradings_per_hour": _steady_rate(per_env),
             "first_grading_s": [round(x, 2) for x in firsts],
             "later_grading_s_median": round(statistics.median(later), 2) if later else None,
             "submit_s_median": _q(sub, 0.5), "submit_s_p95": _q(sub, 0.95),

@@ -35,12 +35,23 @@ def test_one_env_is_graded_in_its_window_and_the_result_says_nothing_was_timed(t
     assert result["rewards"] == [120.0] and result["timed_gradings"] == 0 and result["noise_median"] is None
     assert result["gpu_busy_fraction"] is None and result["gpu_memory_peak_gib"] is None
     assert result["gradings_detail"][0]["phases_s"]["harness"] > 0
+    # Once the first grading is done, the rate of the later ones (None where the 1 s window let only one finish).
+    later = len(result["gradings_detail"]) - 1
+    assert (result["steady_gradings_per_hour"] is None) == (later == 0)
     # Every grading's typed outcome is kept and counted (why a grading fell short of the full score).
     from kernelgym.grader.outcome import OUTCOMES
     assert sum(result["outcomes"].values()) == result["gradings"]
     assert all(g["outcome"] in OUTCOMES for g in result["gradings_detail"])
     # The harness's process, sandboxed and no child of the env's, is found in /proc and its CPU time counted.
     assert result["host_cpu_s_per_grading_by_process"]["harness.py"] > 0
+
+
+def test_the_steady_rate_counts_the_gradings_after_every_envs_first():
+    _steady_rate = _module()._steady_rate
+    per_env = [[{"done_at_s": 10.0}, {"done_at_s": 14.0}, {"done_at_s": 18.0}], [{"done_at_s": 12.0}, {"done_at_s": 16.0}]]
+    assert _steady_rate(per_env) == round(3 * 3600 / (18.0 - 12.0))  # 14, 16 and 18 after the last first (12)
+    assert _steady_rate([[{"done_at_s": 10.0}], []]) is None  # an env finished none
+    assert _steady_rate([[{"done_at_s": 10.0}]]) is None  # none after the first
 
 
 def test_a_process_is_known_by_its_python_script_or_module_else_by_its_command(tmp_path):
