@@ -35,6 +35,11 @@ DEFAULT_RUN_DIR = Path(os.environ.get("KERNELGYM_RUN_DIR", "kernelgym-runs"))
 #: Files, directories and links a workspace may hold (`KernelArenaEnv`'s workspace_cap_files): a task's files and a
 #: Triton cache are a few hundred; the byte cap alone let one step make 300,000 empty files (6 MiB counted).
 DEFAULT_WORKSPACE_CAP_FILES = 100_000
+#: Episodes made ahead with prepare_ahead (the next one, prepared at each submit, and those spawned after it): each
+#: worker needs its torch import and its preparation, about 4.5 s together on an H100 host, before its grading starts,
+#: and a prepared grading with no think time takes about 1 s: with 2, a 1-env immediate submit still waited a median
+#: 1.2 s for its preparation (benchmarks/results/README.md, twelfth session).
+PREPARE_AHEAD_DEPTH = 3
 
 
 def check_env_args(render_mode: str | None, max_steps: int) -> None:
@@ -104,14 +109,15 @@ class KernelArenaEnv(gym.Env):
     episode and is closed (the trainer adapters make one per episode), where they would start only to be killed.
     prepare_ahead: with spawn_ahead, where this episode began with reset() without a seed (the autoreset of vector
     envs), also peek at the next grading seed at its end (the draw the next reset() will make, on a copy of
-    np_random) and have those processes prepare that grading while this one is graded (they are started at the
-    reset, or at the submit before it, so that they have imported torch by then: the episode after the next is
-    spawned at each submit), and the next reset() and an immediate submit then wait for no preparing either. reset() still draws its seed itself and takes the prepared grading only where the draw is the
-    one peeked at (a reseed, or another draw from np_random since, discards it), so the grading seeds are the same
-    either way. After a reset(seed=...) nothing is prepared ahead (a caller that seeds every reset would only waste
-    it). Default False: it holds two more grading processes per env through the episode (one with its CUDA context
-    and inputs), and its gain is not yet measured on a GPU with the episode after the next spawned ahead
-    (benchmarks/results/README.md: spawned at the reset it left a 1-env submit at 4.3 s, against 4.1 s without).
+    np_random) and have those processes prepare that grading while this one is graded; they are spawned a submit or
+    two earlier (`PREPARE_AHEAD_DEPTH` episodes made ahead), so that they have imported torch by then, and the next
+    reset() and an immediate submit wait for no preparing either. reset() still draws its seed itself and takes the
+    prepared grading only where the draw is the one peeked at (a reseed, or another draw from np_random since,
+    discards it), so the grading seeds are the same either way. After a reset(seed=...) nothing is prepared ahead (a
+    caller that seeds every reset would only waste it). Default False: it holds three more grading processes per env
+    through the episode (one with its CUDA context and inputs). On an H100 with 2 made ahead, a 1-env immediate
+    submit took 2.77 s median against 3.63 s off, with the noise as low; with 3, not yet measured
+    (benchmarks/results/README.md, twelfth session).
 
     Raises:
         UnknownTaskError: no task of that name, env id or folder (the message offers close matches).
@@ -154,9 +160,9 @@ class KernelArenaEnv(gym.Env):
         self.observation_space = observation_space()
         self.workspace: Path | None = None
         self.grader: EpisodeGrader | None = None
-        self._next_episode: tuple[str, Path, EpisodeGrader] | None = None  # see step
-        self._after_next_episode: tuple[str, Path, EpisodeGrader] | None = None  # see `_start_next_episode`
-        self._next_grading_seed: int | None = None  # peeked at for `_next_episode` where its grading was prepared
+        # The episodes made ahead, the next one first (see `_start_next_episode`); each reset() takes the first.
+        self._ahead: list[tuple[str, Path, EpisodeGrader]] = []
+        self._next_grading_seed: int | None = None  # peeked at for the next episode where its grading was prepared
         self._reset_unseeded = False  # whether the last reset() was given no seed
         self._done = True
         self._last_output = ""
@@ -166,8 +172,8 @@ class KernelArenaEnv(gym.Env):
         if getattr(self, "grader", None) is not None:
             self.grader.stop_worker()
         # The episode made ahead while the last one was graded (its grader's processes started then), else a new one.
-        next_episode, self._next_episode = getattr(self, "_next_episode", None), getattr(self, "_after_next_episode", None)
-        self._after_next_episode = None
+        ahead = getattr(self, "_ahead", [])
+        next_episode = ahead.pop(0) if ahead else None
         prepared_seed, self._next_grading_seed = self._next_grading_seed, None
         self._reset_unseeded = seed is None  # the caller's pattern: `_start_next_episode` prepares ahead only then
         self.episode_id, self.episode_dir, self.grader = next_episode or self._new_episode()
@@ -188,7 +194,7 @@ class KernelArenaEnv(gym.Env):
         if self.grader_config.warm_worker and prepared_seed != self._grading_seed:
             self.grader.start_worker(seed=self._grading_seed)
         if self.grader_config.warm_worker and self.spawn_ahead and self.prepare_ahead:
-            # Spawned now where the last submit did not spawn it already (`_after_next_episode`), prepared at this
+            # Spawned now where no submit spawned it already (`_start_next_episode`), prepared at this
             # episode's end: a worker spawned only then is still importing torch when its preparation is asked for.
             self._start_next_episode(prepare=False)
         self.steps, self.start_time, self._done, self.grade = 0, time.monotonic(), False, None
@@ -223,8 +229,8 @@ class KernelArenaEnv(gym.Env):
             if self.grader_config.warm_worker and self.spawn_ahead:
                 self._start_next_episode()
             self.grade = self._grade()
-            if self._next_episode is not None:
-                self._next_episode[2].release_observer()  # held while this episode's candidate ran
+            if self._ahead:
+                self._ahead[0][2].release_observer()  # held while this episode's candidate ran
             (self.episode_dir / "grade.json").write_text(json.dumps(self.grade.to_dict(), default=str))
             output = f"{output}\n[{why}]\n{self.grade.summary()}".lstrip()
             reward, self._done = float(self.grade.score), True
@@ -235,12 +241,10 @@ class KernelArenaEnv(gym.Env):
     def close(self):
         if getattr(self, "grader", None) is not None:
             self.grader.stop_worker()
-        made_ahead = [getattr(self, "_next_episode", None), getattr(self, "_after_next_episode", None)]
-        self._next_episode, self._after_next_episode, self._next_grading_seed = None, None, None
-        for episode in made_ahead:
-            if episode is not None:  # made ahead and never started: its processes stop, its folder goes
-                episode[2].stop_worker()
-                remove_tree(episode[1])
+        made_ahead, self._ahead, self._next_grading_seed = getattr(self, "_ahead", []), [], None
+        for episode in made_ahead:  # made ahead and never started: its processes stop, its folder goes
+            episode[2].stop_worker()
+            remove_tree(episode[1])
         super().close()
 
     def _start_next_episode(self, prepare: bool = True) -> None:
@@ -249,18 +253,19 @@ class KernelArenaEnv(gym.Env):
         a reset() without a seed, also peek at the next grading seed (the draw the next reset() makes) and have them
         prepare that grading; the observer's part of it waits until this episode's grading is done
         (`release_observer`), since this episode's candidate runs meanwhile; and start the processes of the episode
-        after the next (`_after_next_episode`), which the next reset() makes the next: a worker has to import torch
-        (2-3 s) before it can prepare, and one spawned only at the next reset() is still importing at an immediate
-        submit. Made once and prepared once per episode: a step retried after its grading raised finds all done."""
-        if self._next_episode is None:
-            self._next_episode = self._new_episode()
-            self._next_episode[2].spawn()
+        after it, up to `PREPARE_AHEAD_DEPTH` made ahead (`_ahead`), which later resets take in turn: a worker
+        imports torch (2-3 s) and then prepares (about 2 s) before its grading can start, and with no think time an
+        episode lasts about 1 s once prepared. Made once and prepared once per episode: a step retried after its
+        grading raised finds all done."""
+        if not self._ahead:
+            self._ahead.append(self._new_episode())
+            self._ahead[0][2].spawn()
         if prepare and self.prepare_ahead and self._reset_unseeded and self._next_grading_seed is None:
             self._next_grading_seed = _grading_seed(copy.deepcopy(self.np_random))
-            self._next_episode[2].start_worker(seed=self._next_grading_seed, hold_observer=True)
-            if self._after_next_episode is None:
-                self._after_next_episode = self._new_episode()
-                self._after_next_episode[2].spawn()
+            self._ahead[0][2].start_worker(seed=self._next_grading_seed, hold_observer=True)
+            while len(self._ahead) < PREPARE_AHEAD_DEPTH:
+                self._ahead.append(self._new_episode())
+                self._ahead[-1][2].spawn()
 
     def _new_episode(self) -> tuple[str, Path, EpisodeGrader]:
         """A new episode's id, folder (owner-only: files the sandboxed agent or kernel made, even setuid ones when

@@ -2,7 +2,7 @@
 `Grader.spawn`, grader.py): the next reset takes them instead of starting Python processes, the grade is the same, and
 an env closed before that reset leaves no process or folder behind. With prepare_ahead (opt-in), they are started at
 the reset already, and after an episode begun by reset() without a seed, they prepare the next grading at its end,
-for the seed the next reset() draws, while the episode after the next is spawned: the seeds are the same as without
+for the seed the next reset() draws, while the episodes after it are spawned: the seeds are the same as without
 it, and a reset(seed=...) grades with its own seed. The time it saves is measured on a GPU (benchmarks/throughput.py), not here."""
 import copy
 import subprocess
@@ -12,20 +12,26 @@ from gymnasium.utils.seeding import np_random
 
 import kernelgym  # noqa: F401 - registers the envs
 from kernelgym.discovery import get_task
+from kernelgym.env import PREPARE_AHEAD_DEPTH
 from kernelgym.grader.grader import Grader
 from kernelgym.hardware import detect_profile
 
 ENV_ID = "KernelArena/triton-rmsnorm-v0"
 
 
+def _next(env):
+    """The next episode the env made ahead (id, folder, grader), or None."""
+    return env._ahead[0] if env._ahead else None
+
+
 def test_the_next_reset_takes_the_processes_spawned_during_the_grading(tmp_path, require_bwrap):
     env = gym.make(ENV_ID, run_dir=tmp_path / "run", max_steps=3, prepare_ahead=False).unwrapped
     try:
         env.reset(seed=1)
-        assert env._next_episode is None
+        assert not env._ahead
         _, first, terminated, *_ = env.step({"kind": "submit"})
         assert terminated and first == 120.0
-        episode_id, episode_dir, grader = env._next_episode
+        episode_id, episode_dir, grader = _next(env)
         spare = grader._spare
         assert isinstance(grader, Grader) and spare is not None and spare.worker.alive()
         assert not (episode_dir / "episode.json").exists()  # not an episode until its reset
@@ -43,7 +49,7 @@ def test_closing_before_the_next_reset_stops_the_spawned_processes(tmp_path, req
     env = gym.make(ENV_ID, run_dir=tmp_path / "run", max_steps=3, prepare_ahead=False).unwrapped
     env.reset(seed=1)
     env.step({"kind": "submit"})
-    _, episode_dir, grader = env._next_episode
+    _, episode_dir, grader = _next(env)
     worker = grader._spare.worker
     env.close()
     worker.proc.wait(timeout=10)
@@ -59,7 +65,7 @@ def test_an_adapters_env_serves_one_episode_and_spawns_nothing(tmp_path, require
     try:
         env.reset(seed=1)
         _, reward, terminated, *_ = env.step({"kind": "submit"})
-        assert terminated and reward == 120.0 and env._next_episode is None
+        assert terminated and reward == 120.0 and not env._ahead
     finally:
         env.close()
 
@@ -91,9 +97,9 @@ def test_the_next_grading_is_prepared_during_the_grading_with_the_seed_reset_wou
     try:
         env.reset(seed=3)
         env.step({"kind": "submit"})
-        assert env._next_grading_seed is None and env._next_episode[2]._prepared is None  # seeded: not ahead
+        assert env._next_grading_seed is None and _next(env)[2]._prepared is None  # seeded: not ahead
         env.reset()
-        assert env._next_episode[2]._spare is not None  # spawned at the reset, so it has imported torch by the submit
+        assert _next(env)[2]._spare is not None  # spawned at the reset, so it has imported torch by the submit
         seeds, prepared = [expected[0], env._grading_seed], None
         for _ in range(3):
             graded_by, events[:] = env.grader, []
@@ -103,23 +109,23 @@ def test_the_next_grading_is_prepared_during_the_grading_with_the_seed_reset_wou
                 assert graded_by.session.gdir == prepared.gdir  # graded where it was prepared
             if len(seeds) == 4:
                 break
-            _, _, grader = env._next_episode
+            _, _, grader = _next(env)
             prepared, worker = grader._prepared, grader.worker
             assert prepared is not None and prepared.seed == env._next_grading_seed and worker.alive()
             own = ("release_observer", id(graded_by), None)  # the grade's own release (nothing held: a no-op)
             assert [e for e in events if e != own] == [("start_worker", id(grader), True),
                                                        ("grade", id(graded_by), None),
                                                        ("release_observer", id(grader), None)]
-            # The episode after the next is spawned at this submit, so that it has imported torch by the next
-            # submit, when it prepares; the next reset makes it the next one.
-            after_next = env._after_next_episode
-            assert after_next is not None and after_next[2]._spare.worker.alive() and after_next[2] is not grader
+            # The episodes after the next are spawned at the submits before, so that each has imported torch by
+            # the submit that asks it to prepare; each reset takes the first made ahead.
+            assert len(env._ahead) == PREPARE_AHEAD_DEPTH
+            later = env._ahead[1:]
+            assert all(e[2]._spare.worker.alive() and e[2]._prepared is None for e in later)
             events[:] = []
             env.reset()
             assert env.grader is grader and grader.worker is worker and env._grading_seed == prepared.seed
             assert not any(e[0] == "start_worker" for e in events)  # prepared already: not started again
-            assert env._next_episode is after_next and env._after_next_episode is None
-            assert env._next_episode[2]._spare is not None
+            assert env._ahead == later and _next(env)[2]._spare is not None
             seeds.append(env._grading_seed)
     finally:
         env.close()
@@ -133,7 +139,7 @@ def test_a_reset_with_a_seed_grades_its_own_and_close_stops_what_was_prepared(tm
         env.step({"kind": "submit"})
         env.reset()
         env.step({"kind": "submit"})
-        prepared_worker, prepared = env._next_episode[2].worker, env._next_episode[2]._prepared
+        prepared_worker, prepared = _next(env)[2].worker, _next(env)[2]._prepared
         assert prepared is not None and prepared.gdir.is_dir()  # after a reset() without a seed: prepared ahead
         env.reset(seed=5)  # reseeds np_random: what was prepared for the old draw is given up, its folder too
         prepared_worker.proc.wait(timeout=10)
@@ -142,7 +148,7 @@ def test_a_reset_with_a_seed_grades_its_own_and_close_stops_what_was_prepared(tm
         assert env._grading_seed == int(rng.integers(0, 2**31 - 1))
         _, reward, terminated, *_ = env.step({"kind": "submit"})
         assert terminated and reward == 120.0 and env.grader.session.seed == env._grading_seed
-        _, episode_dir, grader = env._next_episode
+        _, episode_dir, grader = _next(env)
         worker = grader._spare.worker
         # After a seeded reset the next episode's processes are spawned, not prepared: a caller that seeds every
         # reset would discard each preparation.
@@ -150,7 +156,7 @@ def test_a_reset_with_a_seed_grades_its_own_and_close_stops_what_was_prepared(tm
         env.reset()
         assert env._grading_seed == int(rng.integers(0, 2**31 - 1))
         env.step({"kind": "submit"})
-        prepared_worker, peeked = env._next_episode[2].worker, env._next_grading_seed
+        prepared_worker, peeked = _next(env)[2].worker, env._next_grading_seed
         assert peeked == int(copy.deepcopy(rng).integers(0, 2**31 - 1))  # peeked at: np_random did not move
         env.np_random.integers(10)  # another draw before the reset (a wrapper's, say): the peek no longer holds
         rng.integers(10)
@@ -159,14 +165,14 @@ def test_a_reset_with_a_seed_grades_its_own_and_close_stops_what_was_prepared(tm
         assert env._grading_seed == int(rng.integers(0, 2**31 - 1)) != peeked  # drawn as without prepare_ahead
         _, reward, terminated, *_ = env.step({"kind": "submit"})
         assert terminated and reward == 120.0 and env.grader.session.seed == env._grading_seed
-        _, episode_dir, grader = env._next_episode
+        _, episode_dir, grader = _next(env)
         worker = grader.worker
         assert worker.alive() and grader._prepared is not None
-        _, after_dir, after_grader = env._after_next_episode
-        after_worker = after_grader._spare.worker
+        spawned = [(e[2]._spare.worker, e[1]) for e in env._ahead[1:]]
+        assert len(spawned) == PREPARE_AHEAD_DEPTH - 1
     finally:
         env.close()
-    for w, d in ((worker, episode_dir), (after_worker, after_dir)):  # both made ahead: stopped, their folders gone
+    for w, d in [(worker, episode_dir), *spawned]:  # all made ahead: stopped, their folders gone
         w.proc.wait(timeout=10)
         assert not w.alive() and not d.exists()
 
@@ -204,7 +210,7 @@ def test_a_step_retried_after_its_grading_raised_keeps_the_next_episode_made(tmp
         real, calls = env._grade, []
 
         def grade_failing_once():
-            calls.append(env._next_episode)
+            calls.append(_next(env))
             if len(calls) == 1:
                 raise RuntimeError("the grading raised")
             return real()
@@ -213,12 +219,12 @@ def test_a_step_retried_after_its_grading_raised_keeps_the_next_episode_made(tmp
             env.step({"kind": "submit"})
         except RuntimeError:
             pass
-        made, after_next, peeked = env._next_episode, env._after_next_episode, env._next_grading_seed
+        made, ahead, peeked = _next(env), list(env._ahead), env._next_grading_seed
         _, reward, terminated, *_ = env.step({"kind": "submit"})
-        # Neither a second next episode (the first one's processes and folder left behind) nor a second peek, nor a
-        # second episode after the next: this one's folder and the two made ahead.
+        # Neither a second next episode (the first one's processes and folder left behind) nor a second peek, nor
+        # more episodes after the next: this one's folder and those made ahead.
         assert terminated and reward == 120.0 and calls[1] is made and env._next_grading_seed == peeked
-        assert after_next is not None and env._after_next_episode is after_next
-        assert len(list((tmp_path / "run" / "episodes").iterdir())) == 3
+        assert len(ahead) == PREPARE_AHEAD_DEPTH and env._ahead == ahead
+        assert len(list((tmp_path / "run" / "episodes").iterdir())) == 1 + PREPARE_AHEAD_DEPTH
     finally:
         env.close()
