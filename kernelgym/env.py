@@ -8,6 +8,8 @@ import os
 import stat
 import time
 import uuid
+import warnings
+import weakref
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -40,6 +42,16 @@ DEFAULT_WORKSPACE_CAP_FILES = 100_000
 #: and a prepared grading with no think time takes about 1 s: with 2, a 1-env immediate submit still waited a median
 #: 1.2 s for its preparation (benchmarks/results/README.md, twelfth session).
 PREPARE_AHEAD_DEPTH = 3
+
+
+def _discard_made_ahead(ahead: list) -> None:
+    """Stop the processes of the episodes in `ahead` (made ahead and never started) and remove their folders; empties
+    the list (`KernelArenaEnv.close`, or the env dropped without it)."""
+    episodes = list(ahead)
+    ahead.clear()
+    for _, folder, grader in episodes:
+        grader.stop_worker()
+        remove_tree(folder)
 
 
 def check_env_args(render_mode: str | None, max_steps: int) -> None:
@@ -162,6 +174,8 @@ class KernelArenaEnv(gym.Env):
         self.grader: EpisodeGrader | None = None
         # The episodes made ahead, the next one first (see `_start_next_episode`); each reset() takes the first.
         self._ahead: list[tuple[str, Path, EpisodeGrader]] = []
+        # An env dropped without close() leaves neither their processes nor their folders behind.
+        weakref.finalize(self, _discard_made_ahead, self._ahead)
         self._next_grading_seed: int | None = None  # peeked at for the next episode where its grading was prepared
         self._reset_unseeded = False  # whether the last reset() was given no seed
         self._done = True
@@ -241,10 +255,8 @@ class KernelArenaEnv(gym.Env):
     def close(self):
         if getattr(self, "grader", None) is not None:
             self.grader.stop_worker()
-        made_ahead, self._ahead, self._next_grading_seed = getattr(self, "_ahead", []), [], None
-        for episode in made_ahead:  # made ahead and never started: its processes stop, its folder goes
-            episode[2].stop_worker()
-            remove_tree(episode[1])
+        _discard_made_ahead(getattr(self, "_ahead", []))
+        self._next_grading_seed = None
         super().close()
 
     def _start_next_episode(self, prepare: bool = True) -> None:
@@ -256,16 +268,22 @@ class KernelArenaEnv(gym.Env):
         after it, up to `PREPARE_AHEAD_DEPTH` made ahead (`_ahead`), which later resets take in turn: a worker
         imports torch (2-3 s) and then prepares (about 2 s) before its grading can start, and with no think time an
         episode lasts about 1 s once prepared. Made once and prepared once per episode: a step retried after its
-        grading raised finds all done."""
-        if not self._ahead:
-            self._ahead.append(self._new_episode())
-            self._ahead[0][2].spawn()
-        if prepare and self.prepare_ahead and self._reset_unseeded and self._next_grading_seed is None:
-            self._next_grading_seed = _grading_seed(copy.deepcopy(self.np_random))
-            self._ahead[0][2].start_worker(seed=self._next_grading_seed, hold_observer=True)
-            while len(self._ahead) < PREPARE_AHEAD_DEPTH:
+        grading raised finds all done. Made ahead only for speed: where it fails (no process or folder could be
+        made), a warning says so and the grading goes on; the next reset() makes what is missing."""
+        try:
+            if not self._ahead:
                 self._ahead.append(self._new_episode())
-                self._ahead[-1][2].spawn()
+                self._ahead[0][2].spawn()
+            if prepare and self.prepare_ahead and self._reset_unseeded and self._next_grading_seed is None:
+                seed = _grading_seed(copy.deepcopy(self.np_random))
+                self._ahead[0][2].start_worker(seed=seed, hold_observer=True)
+                self._next_grading_seed = seed  # only once prepared: else the next reset() starts its own
+                while len(self._ahead) < PREPARE_AHEAD_DEPTH:
+                    self._ahead.append(self._new_episode())
+                    self._ahead[-1][2].spawn()
+        except Exception as e:  # noqa: BLE001 - a speed-up only: never the episode's grading
+            warnings.warn(f"kernelgym: the next episode could not be made ahead ({type(e).__name__}: {e}); the next "
+                          f"reset() makes it", RuntimeWarning, stacklevel=3)
 
     def _new_episode(self) -> tuple[str, Path, EpisodeGrader]:
         """A new episode's id, folder (owner-only: files the sandboxed agent or kernel made, even setuid ones when

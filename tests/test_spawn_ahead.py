@@ -228,3 +228,41 @@ def test_a_step_retried_after_its_grading_raised_keeps_the_next_episode_made(tmp
         assert len(list((tmp_path / "run" / "episodes").iterdir())) == 1 + PREPARE_AHEAD_DEPTH
     finally:
         env.close()
+
+
+def test_an_episode_that_cannot_be_made_ahead_costs_no_grading(tmp_path, require_bwrap, monkeypatch):
+    import pytest
+    env = gym.make(ENV_ID, run_dir=tmp_path / "run", max_steps=3, prepare_ahead=True).unwrapped
+    try:
+        env.reset()
+        real = env._new_episode
+
+        def out_of_processes():
+            if len(env._ahead) >= 1:
+                raise OSError(11, "Resource temporarily unavailable")
+            return real()
+        monkeypatch.setattr(env, "_new_episode", out_of_processes)
+        with pytest.warns(RuntimeWarning, match="could not be made ahead"):
+            _, reward, terminated, *_ = env.step({"kind": "submit"})
+        assert terminated and reward == 120.0 and (env.episode_dir / "grade.json").is_file()
+        monkeypatch.setattr(env, "_new_episode", real)
+        env.reset()  # takes the one made ahead, prepared; makes what is missing
+        _, reward, terminated, *_ = env.step({"kind": "submit"})
+        assert terminated and reward == 120.0
+    finally:
+        env.close()
+    assert len(list((tmp_path / "run" / "episodes").iterdir())) == 2  # the two played, nothing made ahead left
+
+
+def test_an_env_dropped_without_close_leaves_no_episode_made_ahead(tmp_path, require_bwrap):
+    import gc
+    env = gym.make(ENV_ID, run_dir=tmp_path / "run", max_steps=3, prepare_ahead=True).unwrapped
+    env.reset()
+    env.step({"kind": "submit"})
+    workers = [e[2]._spare.worker for e in env._ahead[1:]] + [env._ahead[0][2].worker]
+    assert len(env._ahead) == PREPARE_AHEAD_DEPTH
+    del env
+    gc.collect()
+    for w in workers:
+        w.proc.wait(timeout=10)
+    assert len(list((tmp_path / "run" / "episodes").iterdir())) == 1  # the episode played

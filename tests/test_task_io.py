@@ -285,6 +285,10 @@ def test_a_reference_without_its_bound_held_compares_as_one_with_it():
         assert repr(cmp.compare_output(out, cmp.on_cpu(lazy), "float32", "tolerance", tol)) == want
     assert [cmp.compare_output(o, lazy, "float32", "tolerance", tol)[0] for o in outs] == [True, True, False, False,
                                                                                            False]
+    # Neither the bound nor the tolerance: never compared exactly by default, an error (a failed comparison).
+    bare = cmp.PreparedReference(lazy.values, None, lazy.norm)
+    ok, msg, _ = cmp.compare_output(ref.clone(), bare, "float32", "tolerance", tol)
+    assert not ok and "neither its elementwise bound nor its tolerance" in msg
 
 
 def test_the_trivial_output_check_the_gpu_fails_is_made_on_the_cpu(monkeypatch):

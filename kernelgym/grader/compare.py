@@ -28,9 +28,10 @@ class PreparedReference:
     rule: str = "tolerance"
     """tolerance, exact or set (see `compare_output`); for exact and set, `values` keeps the reference's dtype (set:
     sorted along the last dimension) and `bound` is None."""
-    atol: float = 0.0
-    rtol: float = 0.0
-    """The tolerance the bound is made of, where `bound` is None (``tolerance`` only)."""
+    atol: float | None = None
+    rtol: float | None = None
+    """The tolerance the bound is made of (``tolerance`` only); where `bound` is None and these are too, the reference
+    cannot be compared (an error, never an exact comparison by default)."""
 
     def numel(self) -> int:
         return self.values.numel()
@@ -61,8 +62,13 @@ def prepare_reference(ref: torch.Tensor, tol, rule: str = "tolerance", keep_boun
     return PreparedReference(r, bound, float(r[finite].norm()), finite, rule, tol.atol, tol.rtol)
 
 
-def _bound(r: torch.Tensor, atol: float, rtol: float) -> torch.Tensor:
-    """The elementwise bound atol + rtol * |r| (fp32, the shape of `r`)."""
+def _bound(r: torch.Tensor, atol: float | None, rtol: float | None) -> torch.Tensor:
+    """The elementwise bound atol + rtol * |r| (fp32, the shape of `r`).
+
+    Raises:
+        ValueError: the tolerance is not known (a reference prepared without its bound or its tolerance)."""
+    if atol is None or rtol is None:
+        raise ValueError("the reference holds neither its elementwise bound nor its tolerance")
     return r.abs().mul_(rtol).add_(atol)
 
 

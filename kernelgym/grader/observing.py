@@ -430,12 +430,14 @@ class Observing:
         GRADING_CACHE.keep_kernels(self._baseline_key(), gdir / cache_dir)
 
     def _seed_kernel_cache(self, gdir: Path) -> None:
-        """Fill the new grading directory `gdir`'s Triton cache from the kept copy, if any (its group files moved to
-        point there): the harness then finds the baseline's kernels compiled. What the candidate later does to
+        """Fill the new grading directory `gdir`'s Triton cache from the kept copy, if any and if it holds none yet (its
+        group files moved to point there): the harness then finds the baseline's kernels compiled. What the candidate later does to
         these files touches only its own grading."""
         cache_dir = self.backend.KERNEL_CACHE_DIR
         if self.hardware.interpreter or cache_dir is None:
             return
+        if (gdir / cache_dir).is_dir() and any((gdir / cache_dir).iterdir()):
+            return  # seeded already (a directory spawned ahead is seeded again when its grading is prepared)
         GRADING_CACHE.seed_kernels(self._baseline_key(), gdir / cache_dir)
 
     def _observer_dir(self) -> Path:

@@ -88,6 +88,8 @@ class Preparing:
             self.worker = self._new_worker(None)
             return
         if spare is not None:
+            # Spawned before any grading may have kept the baseline's compiled kernels (the first episodes made ahead).
+            self._seed_kernel_cache(spare.gdir)
             session, self.worker = self._start_session(spare.gdir, seed), spare.worker
         else:
             session = self._new_session(seed)
