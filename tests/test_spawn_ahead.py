@@ -3,7 +3,8 @@
 an env closed before that reset leaves no process or folder behind. With prepare_ahead (opt-in), they are started at
 the reset already, and after an episode begun by reset() without a seed, they prepare the next grading at its end,
 for the seed the next reset() draws, while the episodes after it are spawned: the seeds are the same as without
-it, and a reset(seed=...) grades with its own seed. The time it saves is measured on a GPU (benchmarks/throughput.py), not here."""
+it, and a reset(seed=...) grades with its own seed. The time it saves is measured on a GPU (benchmarks/throughput.py),
+not here."""
 import copy
 import subprocess
 

@@ -48,7 +48,8 @@ def test_one_env_is_graded_in_its_window_and_the_result_says_nothing_was_timed(t
 
 def test_the_steady_rate_counts_the_gradings_after_every_envs_first():
     _steady_rate = _module()._steady_rate
-    per_env = [[{"done_at_s": 10.0}, {"done_at_s": 14.0}, {"done_at_s": 18.0}], [{"done_at_s": 12.0}, {"done_at_s": 16.0}]]
+    per_env = [[{"done_at_s": 10.0}, {"done_at_s": 14.0}, {"done_at_s": 18.0}],
+               [{"done_at_s": 12.0}, {"done_at_s": 16.0}]]
     assert _steady_rate(per_env) == round(3 * 3600 / (18.0 - 12.0))  # 14, 16 and 18 after the last first (12)
     assert _steady_rate([[{"done_at_s": 10.0}], []]) is None  # an env finished none
     assert _steady_rate([[{"done_at_s": 10.0}]]) is None  # none after the first

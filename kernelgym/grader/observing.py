@@ -431,8 +431,8 @@ class Observing:
 
     def _seed_kernel_cache(self, gdir: Path) -> None:
         """Fill the new grading directory `gdir`'s Triton cache from the kept copy, if any and if it holds none yet (its
-        group files moved to point there): the harness then finds the baseline's kernels compiled. What the candidate later does to
-        these files touches only its own grading."""
+        group files moved to point there): the harness then finds the baseline's kernels compiled. What the candidate
+        later does to these files touches only its own grading."""
         cache_dir = self.backend.KERNEL_CACHE_DIR
         if self.hardware.interpreter or cache_dir is None:
             return
