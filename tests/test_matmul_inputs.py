@@ -62,3 +62,27 @@ def test_the_tolerance_passes_fp32_accumulation_and_fails_int8_inputs(task, buil
         assert compare_output(chunked, ref, dtype, "tolerance", tolerance)[0]
         ok, message, _ = compare_output(int8(a, b), ref, dtype, "tolerance", tolerance)
         assert not ok, message
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_values_drawn_in_chunks_are_those_of_one_draw(builder, dtype):
+    """The builder draws and looks up its bits in chunks of 1 Mi values (host cost); the values must be those of one
+    draw of every 64-bit word at once (4 values a word, the words of `a` then those of `b`), whatever the sizes: a
+    chunk that drew a word more or less would shift every value after it."""
+    import math
+
+    import numpy as np
+
+    cfg = {"M": 1025, "N": 3, "K": 1027, "dtype": dtype}  # a: 1 Mi + 2 values, an odd count across a chunk's end
+    a, b = builder(cfg, 9)
+    words = np.random.SFC64(9).random_raw(-(-a.numel() // 4) + -(-b.numel() // 4))
+    raw_a = words[:-(-a.numel() // 4)].view(np.uint16)[:a.numel()]
+    raw_b = words[-(-a.numel() // 4):].view(np.uint16)[:b.numel()]
+
+    def table(std):
+        levels = 1 << 16
+        q = torch.special.ndtri((torch.arange(levels, dtype=torch.float64) + 0.5) / levels) * std
+        return q.to(a.dtype)
+
+    assert torch.equal(a.flatten(), table(1.0)[torch.from_numpy(raw_a.astype(np.int64))])
+    assert torch.equal(b.flatten(), table(1.0 / math.sqrt(1027))[torch.from_numpy(raw_b.astype(np.int64))])
