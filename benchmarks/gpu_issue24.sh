@@ -21,7 +21,7 @@
 #     bash benchmarks/gpu_issue24.sh session10   # the same after 8a6a352 (spawned at reset), host-held pools, fewer runs (4 min)
 #     bash benchmarks/gpu_issue24.sh session11   # session10, then the Triton baselines in the time left, one call (9 min)
 #     bash benchmarks/gpu_issue24.sh session12   # prepare_ahead two episodes deep at 1 env (20 gradings: the noise), matmul at 8 and 4 envs (8 min)
-#     bash benchmarks/gpu_issue24.sh session13   # prepare_ahead 3 deep at 1 env; matmul at 4 envs, GPU schedule on and off (9 min)
+#     bash benchmarks/gpu_issue24.sh session13   # prepare_ahead 3 deep at 1 env; matmul at 4 envs, GPU schedule on/off (9 min)
 #     bash benchmarks/gpu_issue24.sh baselines-parallel [--references-on-gpu]  # the 24 Triton baselines, 4 at once (5 min)
 # COMMIT=<hash> names the commit measured in machine.txt (the device's copy of .git is not the checkout's).
 # Copy $OUT into benchmarks/results/ with the machine and date.
@@ -186,18 +186,20 @@ session10)
     tp 120 triton-matmul 8 70 s10_matmul_n8.json
     ;;
 session13)
-    # PREPARE_AHEAD_DEPTH 3 (three episodes made ahead) at 1 env: on over 45 s (about 20 gradings: the noise target),
-    # off; then matmul at 4 envs with prepare_ahead, the GPU schedule on and off: in session12 19 of 58 gradings had
-    # their speedup withheld (120), the traced candidate's kernels 1.2-10x slower than the baseline's observation,
-    # which was traced with the GPU to itself; then rmsnorm at 8 envs with the schedule on, in the time left (its
-    # cost on this card). Ends by 540 s after the script began. About 9 min.
+    # PREPARE_AHEAD_DEPTH 3 (three episodes made ahead) at 1 env, on, over 45 s (about 20 gradings: the 2 s and
+    # noise targets; off was 3.63 s on an H100 in session12); then, with matmul's inputs drawn per cache-sized chunk
+    # (0a24298: its input sets were 19.6 of the harness's 34.2 CPU-s a grading), matmul at 4 envs with prepare_ahead,
+    # the GPU schedule on and off: in session12 19 of 58 gradings had their speedup withheld (120), the traced
+    # candidate's kernels 1.2-10x slower than the baseline's observation, which was traced with the GPU to itself;
+    # then rmsnorm at 8 envs with the schedule on (its cost: 3742 an hour without on an H100), and matmul at 8 envs
+    # with it, in the time left. Ends by 540 s after the script began. About 9 min.
     tp 90 triton-rmsnorm 1 45 s13_rmsnorm_n1_on.json --prepare-ahead
-    tp 55 triton-rmsnorm 1 20 s13_rmsnorm_n1_off.json --no-prepare-ahead
     tp 135 triton-matmul 4 90 s13_matmul_n4_ahead_schedule.json --prepare-ahead --gpu-schedule
     tp 135 triton-matmul 4 90 s13_matmul_n4_ahead.json --prepare-ahead
+    tp 110 triton-rmsnorm 8 60 s13_rmsnorm_n8_schedule.json --gpu-schedule
     left=$(( started + 540 - $(date +%s) ))
-    echo "rmsnorm at 8 envs with the GPU schedule: ${left} s left"
-    [ "$left" -ge 80 ] && tp $((left - 5)) triton-rmsnorm 8 $((left - 40)) s13_rmsnorm_n8_schedule.json --gpu-schedule
+    echo "matmul at 8 envs with the GPU schedule: ${left} s left"
+    [ "$left" -ge 100 ] && tp $((left - 5)) triton-matmul 8 $((left - 60)) s13_matmul_n8_schedule.json --gpu-schedule
     ;;
 session12)
     # e7f0936 (prepare_ahead: the episode after the next spawned at each submit, so its worker has imported torch
