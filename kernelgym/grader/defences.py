@@ -279,7 +279,8 @@ DEFENCES: tuple[Defence, ...] = (
     Defence("untrusted_file_reader", "a FIFO, directory, device or symlink in place of a result file, hanging the "
             "parent or pointing it at a host file",
             "every candidate-written file is opened O_NOFOLLOW | O_NONBLOCK and read only as a regular file under a "
-            "size cap; failures are grade messages",
+            "size cap (outputs: copied once into a private memfd, which is checked and loaded); failures are grade "
+            "messages",
             "kernelgym.grader.untrusted:read_untrusted", _a("fifo_result_file"), "ci", "grading"),
     Defence("candidate_text_capped", "nested or huge JSON in a result crashing the parser or the grade's "
             "serialization",

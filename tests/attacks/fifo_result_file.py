@@ -70,3 +70,43 @@ _torch.save = lambda obj, path, *a, **k: open(path, "w").write("[]")
     g = grade(src, config=GraderConfig(static_check=False))
     assert g.compiled and not g.correct and g.score == 20.0
     assert "unreadable" in "\n".join(g.stages[1].messages)
+
+
+def test_tensors_are_loaded_from_a_private_snapshot(tmp_path):
+    """The outputs file is copied once (a memfd the candidate cannot reach) and loaded from that copy, its tensors
+    mapped from it: what the candidate writes to the file afterwards, in place, changes nothing loaded; the caps
+    and the refusals of links and FIFOs hold for the snapshot too."""
+    import os
+
+    from kernelgym.grader.untrusted import UntrustedFileError, load_tensors_untrusted, snapshot_untrusted
+    saved = {"0/out": torch.arange(1 << 16, dtype=torch.float32), "1/out": torch.ones(3, 5, dtype=torch.float16)}
+    torch.save(saved, tmp_path / "outputs.pt")
+    original = (tmp_path / "outputs.pt").read_bytes()
+    with snapshot_untrusted(tmp_path / "outputs.pt", 1 << 30) as snap:
+        with open(tmp_path / "outputs.pt", "r+b") as f:  # the candidate's process writes over it, in place
+            f.write(b"\xff" * len(original))
+        assert snap.read() == original
+    torch.save(saved, tmp_path / "outputs.pt")
+
+    def mapped():
+        with open("/proc/self/maps") as maps:
+            return sum("kernelgym-untrusted" in line for line in maps)
+
+    before = mapped()
+    loaded = load_tensors_untrusted(tmp_path / "outputs.pt")
+    assert mapped() > before  # mapped from the snapshot, not read into memory
+    with open(tmp_path / "outputs.pt", "r+b") as f:
+        f.write(b"\0" * len(original))
+    assert loaded.keys() == saved.keys() and all(torch.equal(loaded[k], saved[k]) for k in saved)
+    loaded["0/out"].add_(1)  # a mapped tensor is this process's own copy once written (copy on write)
+    assert torch.equal(loaded["0/out"], saved["0/out"] + 1)
+    os.symlink(tmp_path / "outputs.pt", tmp_path / "link.pt")
+    os.mkfifo(tmp_path / "fifo.pt")
+    for name, match in [("link.pt", "cannot open"), ("fifo.pt", "not a regular file")]:
+        with pytest.raises(UntrustedFileError, match=match):
+            snapshot_untrusted(tmp_path / name, 1 << 30)
+    with pytest.raises(UntrustedFileError, match="more than the 100 allowed"):
+        snapshot_untrusted(tmp_path / "outputs.pt", 100)
+    torch.save({"0/out": torch.ones(3)}, tmp_path / "legacy.pt", _use_new_zipfile_serialization=False)
+    with pytest.raises(UntrustedFileError, match="not a torch.save zip archive"):
+        load_tensors_untrusted(tmp_path / "legacy.pt")
