@@ -190,6 +190,29 @@ def test_a_value_larger_than_the_file_size_limit_comes_back_over_several_memfds(
     assert torch.equal(got[1], torch.arange(1 << 18, dtype=torch.float32))
 
 
+def test_received_storages_are_mapped_privately_from_their_memfd():
+    # Each storage that fits in one memfd is placed inside one (the third 400 KiB one would have straddled the
+    # first 1 MiB memfd's end) and mapped from it, not read into fresh memory; the mapping is private: a write to
+    # a received tensor is this process's alone.
+    import resource
+
+    def work():
+        resource.setrlimit(resource.RLIMIT_FSIZE, (1 << 20, resource.getrlimit(resource.RLIMIT_FSIZE)[1]))
+        return [torch.full((100 << 10,), float(i), dtype=torch.float32) for i in range(3)]
+
+    def mapped():
+        with open("/proc/self/maps") as maps:
+            return sum("kernelgym-value" in line for line in maps)
+
+    before = mapped()
+    got = harness.in_forked_child(work)
+    assert mapped() >= before + 2  # the two memfds the three storages lie in
+    for i, t in enumerate(got):
+        assert torch.equal(t, torch.full((100 << 10,), float(i))), i
+    got[2][0] = -1.0
+    assert got[2][0] == -1.0 and torch.equal(got[1], torch.full((100 << 10,), 1.0))
+
+
 def test_the_first_failing_child_in_order_is_the_error():
     def malformed():
         raise harness.protocol.ProtocolError("bad request")

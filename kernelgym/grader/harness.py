@@ -34,6 +34,7 @@ import gc
 import importlib.util
 import io
 import json
+import mmap
 import os
 import pickle
 import resource
@@ -794,9 +795,10 @@ def _forked_work(work, sock):
 
 # A value goes as a byte stream over memfds (each at most `_segment_bytes`, under the sandbox's file-size limit),
 # whose descriptors travel on a Unix socket (SCM_RIGHTS) with the stream's layout: every tensor storage's bytes
-# (each at a multiple of _ALIGN), then a pickle in which each dense CPU tensor is a persistent id naming its
-# storage. The bytes are copied by the kernel (pwrite, preadv) once each way, where pickling a tensor through a
-# pipe copied them three or four times.
+# (each at a multiple of _ALIGN, and inside one memfd where it fits in one), then a pickle in which each dense CPU
+# tensor is a persistent id naming its storage. The sender's bytes are copied by the kernel (pwrite) once; the
+# receiver maps each storage from its memfd (private, copy on write), where pickling a tensor through a pipe copied
+# the bytes three or four times, and reading them back (preadv) once more.
 _ALIGN = 64
 _SEGMENT_BYTES = 1 << 30
 _LAYOUT = struct.Struct("<QQQ")  # the pickle's offset and length, the bytes per memfd
@@ -815,6 +817,7 @@ def _send_value(sock, value):
     views keep sharing it) on the Unix socket `sock`, for `_receive_value`."""
     storages = {}  # (address, bytes) -> (offset in the stream, storage)
     end = [0]
+    segment = _segment_bytes()
 
     class Pickler(pickle.Pickler):
         def persistent_id(self, obj):
@@ -824,15 +827,17 @@ def _send_value(sock, value):
             storage = obj.untyped_storage()
             key = (storage.data_ptr(), storage.nbytes())
             if key not in storages:
+                padded = max(1, -(-storage.nbytes() // _ALIGN)) * _ALIGN  # an empty one too: offsets name storages
+                if end[0] % segment + padded > segment and padded <= segment:
+                    end[0] += segment - end[0] % segment  # in one memfd, so the receiver maps it whole
                 storages[key] = (end[0], storage)
-                end[0] += max(1, -(-storage.nbytes() // _ALIGN)) * _ALIGN  # an empty one too: offsets name storages
+                end[0] += padded
             return ("tensor", id(obj), storages[key][0], storage.nbytes(), str(obj.dtype).removeprefix("torch."),
                     obj.storage_offset(), tuple(obj.shape), obj.stride(), obj.requires_grad)
 
     buffer = io.BytesIO()
     Pickler(buffer, protocol=pickle.HIGHEST_PROTOCOL).dump(value)
     data = buffer.getbuffer()
-    segment = _segment_bytes()
     fds = [os.memfd_create("kernelgym-value", os.MFD_CLOEXEC) for _ in range(-(-(end[0] + len(data)) // segment))]
     try:
         for offset, storage in storages.values():
@@ -845,7 +850,8 @@ def _send_value(sock, value):
 
 
 def _receive_value(sock):
-    """The value `_send_value` sent on `sock`, every tensor in fresh memory of this process; None where the sender
+    """The value `_send_value` sent on `sock`, every tensor in memory of this process alone: mapped privately (copy
+    on write) from the memfd that holds it, or read into fresh memory where it spans two; None where the sender
     closed its end (or died) before sending."""
     message, fds, _, _ = socket.recv_fds(sock, _LAYOUT.size, 1024)
     try:
@@ -855,15 +861,14 @@ def _receive_value(sock):
         data = bytearray(size)
         _segmented_io(_preadv, fds, segment, data, at)
         objects = {}  # id in the sender -> tensor; storages by offset in the stream
+        maps = {}  # memfd index -> its private mapping
 
         class Unpickler(pickle.Unpickler):
             def persistent_load(self, pid):
                 _, ident, offset, nbytes, dtype, storage_offset, shape, stride, requires_grad = pid
                 if ident not in objects:
                     if offset not in objects:
-                        raw = torch.empty(nbytes, dtype=torch.uint8)
-                        _segmented_io(_preadv, fds, segment, raw.numpy(), offset)
-                        objects[offset] = raw.untyped_storage()
+                        objects[offset] = _received_storage(fds, segment, maps, offset, nbytes)
                     tensor = torch.empty(0, dtype=getattr(torch, dtype)).set_(objects[offset], storage_offset,
                                                                               shape, stride)
                     objects[ident] = tensor.requires_grad_() if requires_grad else tensor
@@ -875,6 +880,26 @@ def _receive_value(sock):
     finally:
         for fd in fds:
             os.close(fd)
+
+
+def _received_storage(fds, segment, maps, offset, nbytes):
+    """The storage of `nbytes` at `offset` of the stream `fds` hold (`_receive_value`): a view of the private
+    mapping of its memfd (made once per memfd, in `maps`), or fresh memory where it spans two memfds or is empty.
+
+    Raises:
+        RuntimeError: a memfd ends before the storage does (its writer died part-way)."""
+    index, within = divmod(offset, segment)
+    if nbytes and within + nbytes <= segment:
+        if index not in maps:
+            length = os.fstat(fds[index]).st_size
+            if length < within + nbytes:
+                raise RuntimeError("the harness's input process sent a short value")
+            maps[index] = mmap.mmap(fds[index], length, flags=mmap.MAP_PRIVATE,
+                                    prot=mmap.PROT_READ | mmap.PROT_WRITE)
+        return torch.frombuffer(maps[index], dtype=torch.uint8, count=nbytes, offset=within).untyped_storage()
+    raw = torch.empty(nbytes, dtype=torch.uint8)
+    _segmented_io(_preadv, fds, segment, raw.numpy(), offset)
+    return raw.untyped_storage()
 
 
 def _preadv(fd, buffer, offset):
