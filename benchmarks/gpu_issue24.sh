@@ -193,11 +193,14 @@ session13)
     # candidate's kernels 1.2-10x slower than the baseline's observation, which was traced with the GPU to itself;
     # then rmsnorm at 8 envs with the schedule on (its cost: 3742 an hour without on an H100), and matmul at 8 envs
     # with it, in the time left. Ends by 540 s after the script began. About 9 min.
-    tp 90 triton-rmsnorm 1 45 s13_rmsnorm_n1_on.json --prepare-ahead
-    tp 135 triton-matmul 4 90 s13_matmul_n4_ahead_schedule.json --prepare-ahead --gpu-schedule
-    tp 135 triton-matmul 4 90 s13_matmul_n4_ahead.json --prepare-ahead
-    tp 110 triton-rmsnorm 8 60 s13_rmsnorm_n8_schedule.json --gpu-schedule
-    left=$(( started + 540 - $(date +%s) ))
+    # DEADLINE_S (default 540) ends it sooner where the session has less device time left: each run starts only
+    # where its time limit fits before the deadline.
+    fits() { local left=$(( started + ${DEADLINE_S:-540} - $(date +%s) )); echo "$2: ${left} s left"; [ "$left" -ge "$1" ]; }
+    fits 90 "rmsnorm at 1 env" && tp 90 triton-rmsnorm 1 45 s13_rmsnorm_n1_on.json --prepare-ahead
+    fits 135 "matmul at 4 envs, scheduled" && tp 135 triton-matmul 4 90 s13_matmul_n4_ahead_schedule.json --prepare-ahead --gpu-schedule
+    fits 135 "matmul at 4 envs" && tp 135 triton-matmul 4 90 s13_matmul_n4_ahead.json --prepare-ahead
+    fits 110 "rmsnorm at 8 envs, scheduled" && tp 110 triton-rmsnorm 8 60 s13_rmsnorm_n8_schedule.json --gpu-schedule
+    left=$(( started + ${DEADLINE_S:-540} - $(date +%s) ))
     echo "matmul at 8 envs with the GPU schedule: ${left} s left"
     [ "$left" -ge 100 ] && tp $((left - 5)) triton-matmul 8 $((left - 60)) s13_matmul_n8_schedule.json --gpu-schedule
     ;;
