@@ -317,9 +317,12 @@ def _spawn(argv: list[str], bwrap: bool, *, limits: Limits, gpu: bool, group: Sa
             try:
                 _confine(pid, limits, gpu, group)
                 os.write(block_w, b"g")
-            except OSError:
+            except OSError as e:
                 init = proc.sandbox_init
-                if init is None or not select.select([init], [], [], 0)[0]:
+                # A broken pipe: pid 1, the block's one reader, is exiting; it closes its descriptors before its
+                # pidfd reads as exited, so that is waited for a moment.
+                wait_s = 1.0 if isinstance(e, BrokenPipeError) else 0
+                if init is None or not select.select([init], [], [], wait_s)[0]:
                     kill_group(proc)
                     raise
                 # else pid 1 is gone (bwrap failed to set the sandbox up): its output and exit code say why
