@@ -283,3 +283,24 @@ def test_a_perturbed_set_stays_within_its_dtypes_finite_range():
     # An infinity or the dtype's lowest stays the lowest finite value: a masked score stays masked, never -inf/NaN.
     assert torch.isfinite(moved).all() and (moved[0::3] == torch.finfo(torch.float16).min).all()
     assert (moved[2::3] == 0).all()
+
+
+def test_a_dropped_value_frees_its_mappings_without_a_collection():
+    # The unpickler's class, made per value, lives until a garbage collection; what it reached must not keep the
+    # mappings (and their descriptors) of a value the harness has dropped.
+    import gc
+
+    def mapped():
+        with open("/proc/self/maps") as maps:
+            return sum("kernelgym-value" in line for line in maps)
+
+    before = mapped()
+    gc.disable()
+    try:
+        for _ in range(5):
+            got = harness.in_forked_child(lambda: [torch.ones(1 << 16)])
+            assert mapped() > before
+            del got
+        assert mapped() == before
+    finally:
+        gc.enable()

@@ -287,9 +287,11 @@ DEFENCES: tuple[Defence, ...] = (
             "JSON errors (RecursionError included) are file errors, and the result is parsed at the boundary: "
             "every value the candidate reports reaches the grade as a string cut to its tail, never as a structure",
             "kernelgym.grader.protocol:parse_check_result", _a("nested_json_result"), "ci", "grading"),
-    Defence("unpacked_size_cap", "a zip bomb as outputs.pt: a few MB on disk, gigabytes in the trusted parent",
-            "the archive's total uncompressed size is checked before loading, against a cap from the references' "
-            "sizes (GradingSession.max_output_bytes)",
+    Defence("unpacked_size_cap", "a zip bomb as outputs.pt: a few MB on disk, gigabytes in the trusted parent "
+            "(also behind a second central directory that Python's zipfile reads and torch's reader does not)",
+            "the archive's total uncompressed size, as torch's own zip reader sees it, is checked before loading, "
+            "against a cap from the references' sizes (GradingSession.max_output_bytes); the file must be a zip from "
+            "its first byte",
             "kernelgym.grader.untrusted:load_tensors_untrusted", _a("zip_bomb_outputs"), "ci", "grading"),
     Defence("weights_only_load", "a pickle in outputs.pt that runs code in the trusted parent when loaded",
             "torch.load with weights_only=True: only tensors and plain containers are rebuilt, no code runs",

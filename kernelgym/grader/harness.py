@@ -854,14 +854,14 @@ def _receive_value(sock):
     on write) from the memfd that holds it, or read into fresh memory where it spans two; None where the sender
     closed its end (or died) before sending."""
     message, fds, _, _ = socket.recv_fds(sock, _LAYOUT.size, 1024)
+    objects = {}  # id in the sender -> tensor; storages by offset in the stream
+    maps = {}  # memfd index -> its private mapping
     try:
         if len(message) != _LAYOUT.size:
             return None
         at, size, segment = _LAYOUT.unpack(message)
         data = bytearray(size)
         _segmented_io(_preadv, fds, segment, data, at)
-        objects = {}  # id in the sender -> tensor; storages by offset in the stream
-        maps = {}  # memfd index -> its private mapping
 
         class Unpickler(pickle.Unpickler):
             def persistent_load(self, pid):
@@ -878,6 +878,10 @@ def _receive_value(sock):
         # a builder's arguments may be any picklable value.
         return Unpickler(io.BytesIO(data)).load()
     finally:
+        # The class made per call lives until a garbage collection (a class is a reference cycle): what its method
+        # reaches goes now, so a value dropped later frees its mappings with it.
+        objects.clear()
+        maps.clear()
         for fd in fds:
             os.close(fd)
 
