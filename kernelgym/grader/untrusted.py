@@ -7,6 +7,7 @@ with a message for the grade instead of hanging or crashing the env.
 """
 from __future__ import annotations
 
+import errno
 import fcntl
 import io
 import json
@@ -84,10 +85,15 @@ def snapshot_untrusted(path: Path, max_bytes: int) -> BinaryIO:
     fd = _open_regular(path, max_bytes)
     snap = memfd_create("kernelgym-untrusted", os.MFD_CLOEXEC | os.MFD_ALLOW_SEALING)
     try:
-        total = 0
+        total, copy = 0, _sendfile
         while total <= max_bytes:
-            # In the kernel, page cache to page cache: no copy through this process's memory.
-            sent = os.sendfile(snap, fd, total, min(1 << 30, max_bytes + 1 - total))
+            try:
+                sent = copy(snap, fd, total, min(1 << 30, max_bytes + 1 - total))
+            except OSError as e:
+                if copy is _read_write or e.errno not in (errno.EINVAL, errno.ENOSYS, errno.EOPNOTSUPP):
+                    raise
+                copy = _read_write  # a filesystem sendfile does not read from (FUSE, some network ones)
+                continue
             if not sent:
                 break
             total += sent
@@ -107,6 +113,21 @@ def snapshot_untrusted(path: Path, max_bytes: int) -> BinaryIO:
         raise
     finally:
         os.close(fd)
+
+
+def _sendfile(out_fd: int, in_fd: int, offset: int, count: int) -> int:
+    """Copy up to `count` bytes at `offset` of `in_fd` to `out_fd`, in the kernel: page cache to page cache, no copy
+    through this process's memory. The bytes copied (0 at the end of the file)."""
+    return os.sendfile(out_fd, in_fd, offset, count)
+
+
+def _read_write(out_fd: int, in_fd: int, offset: int, count: int) -> int:
+    """`_sendfile` through this process's memory, 1 MiB at a time, where the kernel cannot copy the file."""
+    data = os.pread(in_fd, min(count, 1 << 20), offset)
+    view = memoryview(data)
+    while view:
+        view = view[os.write(out_fd, view):]
+    return len(data)
 
 
 def load_tensors_untrusted(path: Path, max_bytes: int = 8 << 30, max_unpacked_bytes: int = 8 << 30) -> dict[str, Any]:

@@ -110,3 +110,40 @@ def test_tensors_are_loaded_from_a_private_snapshot(tmp_path):
     torch.save({"0/out": torch.ones(3)}, tmp_path / "legacy.pt", _use_new_zipfile_serialization=False)
     with pytest.raises(UntrustedFileError, match="not a torch.save zip archive"):
         load_tensors_untrusted(tmp_path / "legacy.pt")
+
+
+def test_a_snapshot_is_copied_where_the_kernel_cannot_send_the_file(tmp_path, monkeypatch):
+    """A filesystem sendfile does not read from (FUSE, some network ones: EINVAL) gets the same snapshot through
+    this process's memory, under the same cap; any other error is an unreadable file."""
+    import errno
+
+    from kernelgym.grader import untrusted
+
+    def refuses(*args):
+        raise OSError(errno.EINVAL, "Invalid argument")
+
+    data = bytes(range(256)) * 9000  # over one 1 MiB read
+    (tmp_path / "outputs.pt").write_bytes(data)
+    monkeypatch.setattr(untrusted, "_sendfile", refuses)
+    with untrusted.snapshot_untrusted(tmp_path / "outputs.pt", 1 << 30) as snap:
+        assert snap.read() == data
+    grows = tmp_path / "grows.pt"  # under the cap when opened, past it when copied: stopped one byte past the cap
+    grows.write_bytes(data[:1000])
+    real_open = untrusted._open_regular
+
+    def open_then_grow(path, max_bytes):
+        fd = real_open(path, max_bytes)
+        grows.write_bytes(data)
+        return fd
+
+    monkeypatch.setattr(untrusted, "_open_regular", open_then_grow)
+    with pytest.raises(untrusted.UntrustedFileError, match="more than the 1000 bytes allowed"):
+        untrusted.snapshot_untrusted(grows, 1000)
+    monkeypatch.setattr(untrusted, "_open_regular", real_open)
+
+    def fails(*args):
+        raise OSError(errno.EIO, "Input/output error")
+
+    monkeypatch.setattr(untrusted, "_sendfile", fails)
+    with pytest.raises(untrusted.UntrustedFileError, match="unreadable"):
+        untrusted.snapshot_untrusted(tmp_path / "outputs.pt", 1 << 30)
