@@ -114,6 +114,21 @@ def test_the_performance_stage_says_how_the_timing_took_its_turn():
     assert "without a turn" in msg and "60.0 s" in msg and "gpu_wait_s" in msg
 
 
+def test_the_correctness_stage_says_how_the_traced_checked_calls_took_their_turn(monkeypatch):
+    # Their device times feed the speedup cross-check: a withheld speedup reads beside whether they held the GPU.
+    from types import SimpleNamespace
+
+    from kernelgym.grader.gates import correctness_gate
+    from kernelgym.grader.protocol import CheckResult, ConfigRun
+    session = SimpleNamespace(checked_outputs=lambda: [("outputs.pt", 0, 1)], compared=lambda *a: (True, "ok", 0.0))
+    for turn, expected in [(GpuTurn(True, 0.5), "traced checked calls holding the GPU's lock"),
+                           (GpuTurn(False, 60.0), "traced checked calls without a turn"), (None, None)]:
+        check = CheckResult("check", True, [ConfigRun(True)], None, turn)
+        stage, _ = correctness_gate(session, check, [{"n": 1}], [], "static check: passed")
+        said = [m for m in stage.messages if m.startswith("GPU schedule:")]
+        assert stage.passed and (said == [] if expected is None else expected in said[0]), said
+
+
 def test_the_grader_names_the_lock_in_its_requests_and_binds_it_only_where_asked(tmp_path):
     from kernelgym.discovery import get_task
     from kernelgym.grader import Grader, GraderConfig

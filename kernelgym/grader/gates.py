@@ -68,6 +68,8 @@ def correctness_gate(session: GradingSession, check: CheckResult, configs: list[
     if passed:
         messages.insert(0, f"all {len(rows)} configs within tolerance")
     messages.append(provenance_note)
+    if check.gpu_turn is not None:  # the traced checked calls' turn: their device times feed the speedup cross-check
+        messages.append(gpu_turn_message(check.gpu_turn, "traced checked calls"))
     return Stage("correctness", passed, messages), rows
 
 
@@ -129,7 +131,7 @@ def performance_gate(session: GradingSession, rows: list[dict], res: TimeResult 
 
 def gpu_turn_message(turn, what: str) -> str:
     """What a harness's turn on the GPU's schedule (gpu_schedule.py) was, as its process reported it, for a stage's
-    messages: `what` (``timed``, ``observed``) holding the lock after waiting, or without it (the lock could not be
+    messages: `what` (``timed``, ``traced checked calls``) holding the lock after waiting, or without it (the lock could not be
     opened, or was not free within the wait limit). The lock orders gradings only: an agent's own commands on the
     GPU (bench, profile, shell) do not take it."""
     if turn.error:
