@@ -131,9 +131,9 @@ def performance_gate(session: GradingSession, rows: list[dict], res: TimeResult 
 
 def gpu_turn_message(turn, what: str) -> str:
     """What a harness's turn on the GPU's schedule (gpu_schedule.py) was, as its process reported it, for a stage's
-    messages: `what` (``timed``, ``traced checked calls``) holding the lock after waiting, or without it (the lock could not be
-    opened, or was not free within the wait limit). The lock orders gradings only: an agent's own commands on the
-    GPU (bench, profile, shell) do not take it."""
+    messages: `what` (``timed``, ``traced checked calls``) holding the lock after waiting, or without it (the lock
+    could not be opened, or was not free within the wait limit). The lock orders gradings only: an agent's own
+    commands on the GPU (bench, profile, shell) do not take it."""
     if turn.error:
         return f"GPU schedule: {what} without a turn: the lock could not be taken ({turn.error})"
     if turn.held:
