@@ -99,7 +99,8 @@ def main(argv: list[str] | None = None) -> int:
     med = lambda rows, key: round(statistics.median(row[key] for row in rows), 3)  # noqa: E731
     import kernelgym
 
-    result = {"task": args.task, "tree": str(Path(kernelgym.__file__).parent.parent), "machine": f"{platform.node()}, {os.cpu_count()} CPUs", "date": time.strftime("%F"),
+    result = {"task": args.task, "tree": str(Path(kernelgym.__file__).parent.parent),
+              "machine": f"{platform.node()}, {os.cpu_count()} CPUs", "date": time.strftime("%F"),
               "note": "host CPU only: no GPU, no kernel timed",
               "input_set": {k: med(sets, k) for k in ("wall_s", "builder_cpu_s", "receiver_cpu_s", "bytes")},
               "outputs_load": {k: med(loads, k) for k in ("wall_s", "cpu_s", "bytes")},
