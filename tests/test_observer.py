@@ -146,6 +146,20 @@ def test_honest_speedup_supported_by_the_profiler_stands(observed_grader, observ
     assert grade.checks["speedup_cross_check"] == "passed" and grade.score > 300
 
 
+def test_a_withheld_speedup_without_turns_names_the_schedule(observed_grader, observation):
+    # 2x timed, but the profiler saw the same device times: withheld. Without the GPU's schedule, other envs' work
+    # beside the traced calls is one honest cause, and the grade names the setting that gives them a turn.
+    import dataclasses
+
+    from kernelgym.grader.observing import CONTENTION_HINT
+    for schedule in (False, True):
+        g = observed_grader([(0.1, 0.05)] * N, observation([[OWN]] * N), observation([[OWN]] * N))
+        g.config = dataclasses.replace(g.config, gpu_schedule=schedule)
+        grade = g.grade(g.task.root, seed=1)
+        assert grade.checks["speedup_cross_check"] == "failed" and 115 < grade.score < 125
+        assert (CONTENTION_HINT in grade.stages[2].messages) is not schedule
+
+
 def test_a_machine_that_cannot_observe_even_the_baseline_grades_as_before_and_says_so(observed_grader):
     broken = ObserverError("ncu: no permission")
     g = observed_grader([(0.05, 0.05)] * N, broken, broken)
