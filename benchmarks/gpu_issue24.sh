@@ -21,7 +21,8 @@
 #     bash benchmarks/gpu_issue24.sh session10   # the same after 8a6a352 (spawned at reset), host-held pools, fewer runs (4 min)
 #     bash benchmarks/gpu_issue24.sh session11   # session10, then the Triton baselines in the time left, one call (9 min)
 #     bash benchmarks/gpu_issue24.sh session12   # prepare_ahead two episodes deep at 1 env (20 gradings: the noise), matmul at 8 and 4 envs (8 min)
-#     bash benchmarks/gpu_issue24.sh session13   # prepare_ahead 3 deep at 1 env; matmul at 4 envs, GPU schedule on/off (9 min)
+#     bash benchmarks/gpu_issue24.sh session13   # prepare_ahead 3 deep at 1 env; matmul at 4 envs: turns, quiet turns, none (9 min)
+#     bash benchmarks/gpu_issue24.sh session13b  # rmsnorm at 8 envs with turns and quiet turns; the Triton baselines (9 min)
 #     bash benchmarks/gpu_issue24.sh baselines-parallel [--references-on-gpu]  # the 24 Triton baselines, 4 at once (5 min)
 # COMMIT=<hash> names the commit measured in machine.txt (the device's copy of .git is not the checkout's).
 # Copy $OUT into benchmarks/results/ with the machine and date.
@@ -187,22 +188,32 @@ session10)
     ;;
 session13)
     # PREPARE_AHEAD_DEPTH 3 (three episodes made ahead) at 1 env, on, over 45 s (about 20 gradings: the 2 s and
-    # noise targets; off was 3.63 s on an H100 in session12); then, with matmul's inputs drawn per cache-sized chunk
-    # (0a24298: its input sets were 19.6 of the harness's 34.2 CPU-s a grading), matmul at 4 envs with prepare_ahead,
-    # the GPU schedule on and off: in session12 19 of 58 gradings had their speedup withheld (120), the traced
-    # candidate's kernels 1.2-10x slower than the baseline's observation, which was traced with the GPU to itself;
-    # then rmsnorm at 8 envs with the schedule on (its cost: 3742 an hour without on an H100), and matmul at 8 envs
-    # with it, in the time left. Ends by 540 s after the script began. About 9 min.
+    # noise targets; off was 3.63 s on an H100 in session12); then, with the host's share of a grading cut (this
+    # session: matmul's input sets drawn per cache-sized chunk and mapped into the harness, outputs mapped from a
+    # snapshot: about 10 CPU-s a matmul grading less on the 2-core machine), matmul at 4 envs with prepare_ahead:
+    # the GPU schedule on, quiet turns (other gradings' GPU work waits while a turn is held), and off. In session12
+    # 19 of 58 gradings had their speedup withheld (120) without turns, the traced candidate's kernels 1.2-10x
+    # slower than the baseline's observation, which was traced with the GPU to itself. Ends by 540 s after the
+    # script began. About 9 min.
     # DEADLINE_S (default 540) ends it sooner where the session has less device time left: each run starts only
     # where its time limit fits before the deadline.
     fits() { local left=$(( started + ${DEADLINE_S:-540} - $(date +%s) )); echo "$2: ${left} s left"; [ "$left" -ge "$1" ]; }
     fits 90 "rmsnorm at 1 env" && tp 90 triton-rmsnorm 1 45 s13_rmsnorm_n1_on.json --prepare-ahead
-    fits 135 "matmul at 4 envs, scheduled" && tp 135 triton-matmul 4 90 s13_matmul_n4_ahead_schedule.json --prepare-ahead --gpu-schedule
-    fits 135 "matmul at 4 envs" && tp 135 triton-matmul 4 90 s13_matmul_n4_ahead.json --prepare-ahead
-    fits 110 "rmsnorm at 8 envs, scheduled" && tp 110 triton-rmsnorm 8 60 s13_rmsnorm_n8_schedule.json --gpu-schedule
+    fits 125 "matmul at 4 envs, scheduled" && tp 125 triton-matmul 4 80 s13_matmul_n4_ahead_schedule.json --prepare-ahead --gpu-schedule
+    fits 125 "matmul at 4 envs, quiet turns" && tp 125 triton-matmul 4 80 s13_matmul_n4_ahead_quiet.json --prepare-ahead --gpu-quiet-turns
+    fits 125 "matmul at 4 envs" && tp 125 triton-matmul 4 80 s13_matmul_n4_ahead.json --prepare-ahead
+    ;;
+session13b)
+    # The schedule's cost where gradings are short: rmsnorm at 8 envs with turns and with quiet turns (3742 an hour
+    # without on an H100 in session 11); then every Triton baseline 220 +- 1% after this session's changes to how
+    # inputs reach the harness and outputs the parent (values unchanged), 4 tasks at once, in the time left. About
+    # 9 min; ends by DEADLINE_S (default 540) after the script began.
+    fits() { local left=$(( started + ${DEADLINE_S:-540} - $(date +%s) )); echo "$2: ${left} s left"; [ "$left" -ge "$1" ]; }
+    fits 100 "rmsnorm at 8 envs, scheduled" && tp 100 triton-rmsnorm 8 55 s13b_rmsnorm_n8_schedule.json --gpu-schedule
+    fits 100 "rmsnorm at 8 envs, quiet turns" && tp 100 triton-rmsnorm 8 55 s13b_rmsnorm_n8_quiet.json --gpu-quiet-turns
     left=$(( started + ${DEADLINE_S:-540} - $(date +%s) ))
-    echo "matmul at 8 envs with the GPU schedule: ${left} s left"
-    [ "$left" -ge 100 ] && tp $((left - 5)) triton-matmul 8 $((left - 60)) s13_matmul_n8_schedule.json --gpu-schedule
+    echo "the Triton baselines: ${left} s left"
+    [ "$left" -ge 200 ] && BASELINES_BUDGET_S=$((left - 60)) baselines_parallel
     ;;
 session12)
     # e7f0936 (prepare_ahead: the episode after the next spawned at each submit, so its worker has imported torch

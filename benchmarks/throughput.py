@@ -267,13 +267,14 @@ def _cpu_busy(before: tuple[int, int] | None) -> float | None:
 
 def measure(task: str, n_envs: int, seconds: float, run_root: Path, harness_threads: int = 4,
             gpu_schedule: bool = False, references_on_gpu: bool = True, observe_in_checked_run: bool | None = None,
-            prepare_ahead: bool | None = None) -> dict:
+            prepare_ahead: bool | None = None, quiet_turns: bool = False) -> dict:
     """N envs in N processes for `seconds`; gradings that finished in the window count. `gpu_schedule`:
     `GraderConfig.gpu_schedule` (the envs take turns on the GPU for their timed and observed runs);
     `references_on_gpu`: `GraderConfig.references_on_gpu`; `observe_in_checked_run`: the same setting (None: the
     tree's default; passed only where set: an older tree's GraderConfig lacks it); `prepare_ahead`: the env's (None:
-    its default; passed only where set)."""
+    its default; passed only where set); `quiet_turns`: `GraderConfig.gpu_quiet_turns` (with the schedule)."""
     grader_kwargs = {"harness_cpu_threads": harness_threads, **({"gpu_schedule": True} if gpu_schedule else {}),
+                     **({"gpu_quiet_turns": True} if quiet_turns else {}),
                      "references_on_gpu": references_on_gpu,
                      **({} if observe_in_checked_run is None else {"observe_in_checked_run": observe_in_checked_run})}
     from kernelgym.env import KernelArenaEnv
@@ -308,6 +309,7 @@ def measure(task: str, n_envs: int, seconds: float, run_root: Path, harness_thre
     later = [r["reset_s"] + r["submit_s"] for r in later_rows]
     sub = [r["submit_s"] for r in later_rows]
     return {"task": task, "envs": n_envs, "harness_cpu_threads": harness_threads, "gpu_schedule": gpu_schedule,
+            "gpu_quiet_turns": quiet_turns,
             "references_on_gpu": references_on_gpu, "observe_in_checked_run": observe_in_checked_run,
             "prepare_ahead": effective_prepare_ahead,
             "window_s": seconds, "wall_s": round(wall_s, 1), "gradings": len(rows),
@@ -342,6 +344,9 @@ def main() -> None:
     ap.add_argument("--run-dir", default="/tmp/kg-throughput")
     ap.add_argument("--harness-threads", type=int, default=4, help="GraderConfig.harness_cpu_threads")
     ap.add_argument("--gpu-schedule", action="store_true", help="GraderConfig.gpu_schedule: take turns on the GPU")
+    ap.add_argument("--gpu-quiet-turns", action="store_true",
+                    help="GraderConfig.gpu_quiet_turns (implies --gpu-schedule): other gradings' GPU work waits "
+                         "while a turn is held")
     ap.add_argument("--references-on-gpu", action=argparse.BooleanOptionalAction, default=True,
                     help="GraderConfig.references_on_gpu: references and comparisons on the GPU (the default)")
     ap.add_argument("--observe-in-checked-run", action=argparse.BooleanOptionalAction, default=None,
@@ -354,8 +359,9 @@ def main() -> None:
     args = ap.parse_args()
     results = []
     for task, n in [(t, int(x)) for t in args.task.split(",") for x in args.envs.split(",")]:
-        result = measure(task, n, args.seconds, Path(args.run_dir), args.harness_threads, args.gpu_schedule,
-                         args.references_on_gpu, args.observe_in_checked_run, args.prepare_ahead)
+        result = measure(task, n, args.seconds, Path(args.run_dir), args.harness_threads,
+                         args.gpu_schedule or args.gpu_quiet_turns, args.references_on_gpu,
+                         args.observe_in_checked_run, args.prepare_ahead, args.gpu_quiet_turns)
         print(json.dumps({k: v for k, v in result.items() if k != "gradings_detail"}), flush=True)
         results.append(result)
         Path(args.out).write_text(json.dumps({"machine": os.uname().nodename, "date": time.strftime("%Y-%m-%d"),

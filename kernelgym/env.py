@@ -21,7 +21,7 @@ from kernelgym.grader import Grade, GraderConfig
 from kernelgym.grader.outcome import is_infra_fault
 from kernelgym.grader.files import tree_bytes as workspace_bytes  # noqa: F401 - kept importable from here
 from kernelgym.grader.files import remove_tree, tree_usage
-from kernelgym.grader.gpu_schedule import scheduled_lock
+from kernelgym.grader.gpu_schedule import scheduled_lock, turn_files
 from kernelgym.hardware import HardwareProfile, detect_profile
 from kernelgym.sandbox import Limits, make_sandbox
 from kernelgym.spaces import (MAX_FILE_CHARS, MAX_OBS_CHARS, Action, ActionError, action_space,
@@ -201,7 +201,7 @@ class KernelArenaEnv(gym.Env):
         lock = scheduled_lock(self.grader_config, self.hardware)  # bench.py's turns on the GPU (estimate.py)
         self.sandbox = make_sandbox(self.sandbox_kind, self.workspace, gpu=not self.hardware.interpreter,
                                     env=fmt.sandbox_env(self.task, self.hardware), limits=self.command_limits,
-                                    readonly=[lock] if lock else [])
+                                    readonly=turn_files(lock))
         # Drawn now so the warm worker can prepare this very grading while the agent works (worker.py); a grading
         # prepared ahead (`_start_next_episode`) serves where its seed is this very draw.
         self._grading_seed = _grading_seed(self.np_random)

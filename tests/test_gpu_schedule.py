@@ -268,3 +268,117 @@ def test_bench_takes_the_gradings_turns_where_the_env_schedules_them(tmp_path, m
         assert lock.resolve() in env.sandbox.readonly
     finally:
         env.close()
+
+
+# -- quiet turns: the schedule's shared side and its gate (protocol.take_turn, GraderConfig.gpu_quiet_turns) -----------
+def _holding(lock, shared, started, release, records):
+    """A thread holding `take_turn(lock, shared)` until `release` is set; its record in `records`."""
+    import threading
+
+    from kernelgym.grader.protocol import take_turn
+
+    def run():
+        with take_turn(str(lock), 30.0, shared) as record:
+            records.append(record)
+            started.set()
+            release.wait(30)
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    return thread
+
+
+def test_shared_work_overlaps_shared_work_but_never_a_turn(tmp_path):
+    import threading
+
+    from kernelgym.grader.protocol import take_turn
+    lock = gpu_schedule.lock_file("0", root=tmp_path)
+    started, release, records = threading.Event(), threading.Event(), []
+    reader = _holding(lock, True, started, release, records)
+    assert started.wait(10) and records[0]["held"]
+    with take_turn(str(lock), 0.2, shared=True) as other:
+        assert other["held"]  # shared beside shared
+    with take_turn(str(lock), 0.2) as turn:
+        assert not turn["held"] and turn["waited_s"] >= 0.2  # no turn while shared work runs
+    release.set()
+    reader.join(10)
+    with take_turn(str(lock), 5.0) as turn:
+        assert turn["held"]
+        with take_turn(str(lock), 0.2, shared=True) as other:
+            assert not other["held"]  # and no shared work during a turn
+
+
+def test_a_waiting_turn_goes_before_shared_work_that_comes_after_it(tmp_path):
+    # Shared work passes the gate before it takes the lock; a turn holds the gate while it waits: work that comes
+    # after a waiting turn waits for it, so a stream of shared work cannot starve the turns.
+    import threading
+
+    from kernelgym.grader.protocol import take_turn
+    lock = gpu_schedule.lock_file("0", root=tmp_path)
+    assert os.path.isfile(lock.with_suffix(".gate"))
+    started, release, records = threading.Event(), threading.Event(), []
+    first = _holding(lock, True, started, release, records)
+    assert started.wait(10)
+    turn_started, turn_release, turn_records = threading.Event(), threading.Event(), []
+    turn = _holding(lock, False, turn_started, turn_release, turn_records)
+    time.sleep(0.3)  # the turn now waits, holding the gate
+    assert not turn_started.is_set()
+    with take_turn(str(lock), 0.3, shared=True) as late:
+        assert not late["held"]  # shared work after the waiting turn does not start before it
+    release.set()
+    assert turn_started.wait(10) and turn_records[0]["held"]
+    turn_release.set()
+    first.join(10)
+    turn.join(10)
+    os.remove(lock.with_suffix(".gate"))  # a schedule without its gate: turns and shared work take the lock alone
+    with take_turn(str(lock), 1.0) as alone:
+        assert alone["held"]
+
+
+def test_quiet_turns_reach_the_harness_and_the_sandbox_only_where_asked(tmp_path):
+    from kernelgym.discovery import get_task
+    from kernelgym.grader import Grader, GraderConfig
+    from kernelgym.hardware import all_profiles
+    task, h200 = get_task("triton-rmsnorm"), all_profiles()["h200"]
+    quiet = Grader(task, h200, tmp_path / "q", GraderConfig(gpu_schedule=True, gpu_quiet_turns=True))
+    req = quiet._request(tmp_path / "q", 3, True)
+    assert req.gpu_quiet_turns and any(str(p).endswith(".gate") for p in quiet._readonly())
+    plain = Grader(task, h200, tmp_path / "p", GraderConfig(gpu_schedule=True))
+    assert not plain._request(tmp_path / "p", 3, True).gpu_quiet_turns
+    assert not Grader(task, h200, tmp_path / "o", GraderConfig(gpu_quiet_turns=True))._request(
+        tmp_path / "o", 3, True).gpu_quiet_turns  # no schedule, no quiet turns
+    # The harness takes the shared side only where the request asks for quiet turns.
+    lock = gpu_schedule.lock_file("0", root=tmp_path)
+    with harness.gpu_turn(SimpleNamespace(gpu_lock=str(lock), gpu_wait_s=1.0, gpu_quiet_turns=False),
+                          shared=True) as record:
+        assert record is None
+    with harness.gpu_turn(SimpleNamespace(gpu_lock=str(lock), gpu_wait_s=1.0, gpu_quiet_turns=True),
+                          shared=True) as record:
+        assert record["held"]
+
+
+def test_the_references_draw_their_inputs_outside_the_turn_and_compute_inside_it(monkeypatch):
+    # Drawing inputs is host work (matmul: about 1.7 CPU-s a set): the turn's shared side covers only the GPU's part.
+    import contextlib
+
+    from kernelgym.discovery import get_task
+    from kernelgym.grader import reference as ref_mod
+    task = get_task("triton-rmsnorm")
+    reference, builder = ref_mod.load_reference(task)
+    inside, seen = [], []
+
+    @contextlib.contextmanager
+    def turn():
+        inside.append(True)
+        try:
+            yield
+        finally:
+            inside.pop()
+
+    monkeypatch.setattr(ref_mod, "load_reference", lambda t: (
+        lambda *a: seen.append(("reference", bool(inside))) or reference(*a),
+        lambda *a: seen.append(("builder", bool(inside))) or builder(*a)))
+    cfg = task.spec.interpreter_configs[0]
+    got = ref_mod.reference_outputs(task, cfg, 5, "cpu", turn=turn)
+    assert seen == [("builder", False), ("reference", True)]
+    assert all(g.equal(w) for g, w in zip(got, ref_mod.reference_outputs(task, cfg, 5)))

@@ -236,7 +236,7 @@ def test_a_reference_the_gpu_fails_is_computed_on_the_cpu(monkeypatch):
     real = ref_mod.reference_outputs
     asked = []
 
-    def on(task_, config, seed, device="cpu"):
+    def on(task_, config, seed, device="cpu", turn=None):
         asked.append(device)
         if device != "cpu":
             raise RuntimeError("CUDA out of memory (simulated)")

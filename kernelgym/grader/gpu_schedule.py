@@ -2,7 +2,9 @@
 actors alike (`GraderConfig.gpu_schedule`).
 
 The schedule is an exclusive ``flock`` on one file per GPU, under the grading cache (``<cache>/gpu-locks/``, where
-every process of the user on this host finds it). The harness holds it only while it times a candidate against
+every process of the user on this host finds it). With `GraderConfig.gpu_quiet_turns`, other gradings' GPU work
+(preparation, warm-up calls, references, comparisons) holds its shared side, and a gate file beside it lets a waiting
+turn go first (`protocol.take_turn`). The harness holds it only while it times a candidate against
 the baseline, and in an observed run while the checked calls run under the profiler (harness.gpu_turn); what other
 gradings do meanwhile (preparing inputs, compiling, computing references, comparing) overlaps. The workspace's
 bench.py takes the same turns for its timed runs (bench.json names the file). The file is bound read-only into the
@@ -23,6 +25,7 @@ import stat
 from pathlib import Path
 
 from kernelgym.grader.cache import GRADING_CACHE
+from kernelgym.grader.protocol import gate_path, take_turn
 
 #: Where the lock files live, under the grading cache's root.
 LOCK_DIR = "gpu-locks"
@@ -84,6 +87,16 @@ def lock_file(key: str | None = None, root: Path | None = None) -> Path:
     directory = ((root if root is not None else GRADING_CACHE.root) / LOCK_DIR).resolve()
     directory.mkdir(parents=True, exist_ok=True)
     path = directory / (re.sub(r"[^A-Za-z0-9._-]", "_", key) + ".lock")
+    _regular_file(Path(gate_path(str(path))))  # the gate a waiting turn holds (protocol.take_turn)
+    _regular_file(path)
+    return path
+
+
+def _regular_file(path: Path) -> None:
+    """Create `path` where missing, mode 0644 whatever the umask (`lock_file`).
+
+    Raises:
+        OSError: it cannot be created, or its name is taken by something not a regular file."""
     fd = os.open(path, os.O_RDONLY | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, 0o644)
     try:
         st = os.fstat(fd)
@@ -93,7 +106,29 @@ def lock_file(key: str | None = None, root: Path | None = None) -> Path:
             os.fchmod(fd, 0o644)
     finally:
         os.close(fd)
-    return path
+
+
+def turn_files(lock: Path | None) -> list[Path]:
+    """The files a sandbox binds read-only for the schedule of `lock` (`lock_file`): the lock and its gate
+    (`protocol.gate_path`, where it exists: a sandbox cannot bind a missing path); none without a lock."""
+    if lock is None:
+        return []
+    gate = Path(gate_path(str(lock)))
+    return [lock, gate] if gate.is_file() else [lock]
+
+
+def request_fields(lock: Path | None, config) -> dict:
+    """The harness request's schedule fields for `lock` (None: no schedule) under `config` (a `GraderConfig`)."""
+    return {"gpu_lock": str(lock) if lock else None, "gpu_wait_s": config.gpu_wait_s,
+            "gpu_quiet_turns": bool(lock) and config.gpu_quiet_turns}
+
+
+def shared_turn(lock: Path | None, config):
+    """A context manager holding the schedule's shared side for trusted work on the GPU in this process (the
+    references and comparisons) where `config.gpu_quiet_turns` asks for quiet turns (`protocol.take_turn`); else,
+    or without a lock, it takes nothing."""
+    quiet = lock is not None and config.gpu_quiet_turns
+    return take_turn(str(lock) if quiet else None, config.gpu_wait_s, shared=True)
 
 
 def scheduled_lock(config, hardware) -> Path | None:

@@ -99,6 +99,13 @@ class GraderConfig:
     a grading's timed runs, and an observed run's checked calls, hold the GPU's lock (gpu_schedule.py), so no two
     gradings time at once; everything else overlaps. Off by default: on the H200 (2026-12-04) it lowered rmsnorm's
     gradings an hour at 8 envs from 2128 to 1687 and did not lower the noise (both 0.1-0.2% median)."""
+    gpu_quiet_turns: bool = False
+    """With `gpu_schedule`: every other grading's work on the GPU waits while a turn is held, so a turn finds the GPU
+    quiet: the harness's preparation (inputs moved, the baseline's warm-up and graphs), an observed run's warm-up
+    calls, and the env processes' references and comparisons hold the schedule's shared side (a waiting turn goes
+    first). For the speedup cross-check, whose baseline device times are traced with the GPU to itself: under load,
+    other envs' work beside a grading's traced calls slows its kernels there and withholds honest speedups. Off by
+    default: not yet measured (benchmarks/results/README.md)."""
     gpu_wait_s: float = 60.0
     """The longest a timed or observed run waits for its turn on the GPU, s; past it, it runs without the lock and
     the grade says so (a candidate that holds the lock delays the others by at most this)."""

@@ -365,7 +365,7 @@ class Grader(Preparing, Observing):
                        tolerances=tolerances, dynamic_check=self._dynamic_check,
                        allowed_torch_ops=list(spec.allowed_torch_ops),
                        backend_file=str(self._backend_file) if self._backend_file is not None else None,
-                       gpu_lock=str(self._gpu_lock) if self._gpu_lock else None, gpu_wait_s=self.config.gpu_wait_s,
+                       **gpu_schedule.request_fields(self._gpu_lock, self.config),
                        traced=self.traces_checked_run, observer_tool="tracer" if self.traces_checked_run else "ncu",
                        **build_dirs)
 
@@ -375,7 +375,7 @@ class Grader(Preparing, Observing):
         checked run's tracer."""
         return [self.baseline_dir, *([self._baseline_built()] if self.backend.BUILDS and self._timed else []),
                 *([self._backend_file] if self._backend_file is not None else []),
-                *([self._gpu_lock] if self._gpu_lock else []), *self._tracer_readonly()]
+                *gpu_schedule.turn_files(self._gpu_lock), *self._tracer_readonly()]
 
     @functools.cached_property
     def _gpu_lock(self) -> Path | None:

@@ -260,7 +260,8 @@ def check(req, fn, inputs, backend, warmup_inputs=()):
                else None)
     counting = counter is not None and counter.installed
     if req.marked:
-        _warm_up_all(fn, warmup_inputs)
+        with gpu_turn(req, shared=True):
+            _warm_up_all(fn, warmup_inputs)
     # Under an observer the checked calls hold the GPU's schedule (their device times are judged), not the warm-up
     # calls before them, where a traced run compiles the candidate's kernels.
     with gpu_turn(req) if req.marked else contextlib.nullcontext() as turn:
@@ -599,6 +600,14 @@ def prepare(req, inputs=None):
     if inputs is None:
         inputs = in_forked_child(lambda: seeded_inputs(req))
     t = time.monotonic()
+    with gpu_turn(req, shared=True):  # quiet turns: no turn of another grading overlaps this work on the GPU
+        state = _prepare_on_device(req, backend, inputs, t)
+    return state
+
+
+def _prepare_on_device(req, backend, inputs, t):
+    """`prepare`'s work on the device: the inputs moved, the observer's first kernel and flush buffer, the baseline
+    prepared (where the request times). Returns `Prepared`."""
     check_inputs = _moved(inputs["check"], req.device)
     warmup_inputs = _moved(inputs["warmup"], req.device)
     if req.device != "cpu":
@@ -1131,41 +1140,13 @@ def _phase(name, since):
     return time.monotonic()
 
 
-@contextlib.contextmanager
-def gpu_turn(req):
-    """Hold the GPU's timing schedule (`Request.gpu_lock`, gpu_schedule.py) for the block: wait for the lock's
-    exclusive flock, at most `Request.gpu_wait_s`, then run the block (with the lock, or past the wait without it) and
-    let it go. Yields the record the result carries, ``{"held": bool, "waited_s": float}``; without a lock
-    file in the request, the block runs at once and the record is None."""
-    if not req.gpu_lock:
-        yield None
-        return
-    record, t, fd = {"held": False, "waited_s": 0.0}, time.monotonic(), None
-    try:
-        # Never blocks opening (a FIFO at the lock's path would wait for a writer) and takes only a regular file.
-        fd = os.open(req.gpu_lock, os.O_RDONLY | os.O_CLOEXEC | os.O_NONBLOCK | os.O_NOFOLLOW)
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise OSError(f"{req.gpu_lock} is not a regular file")
-        while True:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                record["held"] = True
-                break
-            except BlockingIOError:
-                if time.monotonic() - t > req.gpu_wait_s:
-                    break
-                time.sleep(0.001)
-    except OSError as exc:
-        record["error"] = str(exc)[:200]
-    record["waited_s"] = round(time.monotonic() - t, 4)
-    try:
-        yield record
-    finally:
-        if fd is not None:
-            try:  # released for every descriptor of this open file, a duplicate the candidate made included
-                fcntl.flock(fd, fcntl.LOCK_UN)
-            finally:
-                os.close(fd)
+def gpu_turn(req, shared=False):
+    """Hold the GPU's schedule (`Request.gpu_lock`, gpu_schedule.py) for the block, as `protocol.take_turn` does: a
+    turn (exclusive), or `shared` (only where the request asks for quiet turns: else nothing is taken). Waits at most
+    `Request.gpu_wait_s`, then runs the block with the lock or without it. Yields the record the result carries,
+    ``{"held": bool, "waited_s": float}``; None without a lock file in the request."""
+    lock = req.gpu_lock if not shared or getattr(req, "gpu_quiet_turns", False) else None
+    return protocol.take_turn(lock, req.gpu_wait_s, shared)
 
 
 def finish(req, state):

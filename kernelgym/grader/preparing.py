@@ -12,6 +12,7 @@ import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
+from kernelgym.grader import gpu_schedule
 from kernelgym.grader.files import copy_public, remove_tree, write_new
 from kernelgym.grader.observing import _ObservedRun
 from kernelgym.grader.protocol import REQUEST
@@ -173,6 +174,7 @@ class Preparing:
         seen = self.configs == self.task.configs_for(self.hardware.interpreter)
         gpu = not self.hardware.interpreter
         session = GradingSession.start(self.task, gdir, seed, self.configs, timed, gpu=gpu, seen=seen,
-                                       on_gpu=gpu and self.config.references_on_gpu)
+                                       on_gpu=gpu and self.config.references_on_gpu,
+                                       turn=lambda: gpu_schedule.shared_turn(self._gpu_lock, self.config))
         session.traced = request.traced
         return session

@@ -13,11 +13,15 @@ inside the sandbox and imports nothing of kernelgym, loads this file by path. St
 """
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import fcntl
 import importlib.util
 import math
 import os
+import stat
 import sys
+import time
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -124,7 +128,7 @@ class OutputSlot:
 
 #: The version of the request the trusted side writes and the harness reads; a request of another version (a
 #: worker started by another kernelgym) is refused, not half-read.
-PROTOCOL_VERSION = 4
+PROTOCOL_VERSION = 5
 
 
 @dataclass(frozen=True)
@@ -195,6 +199,9 @@ class Request:
     in an observed run, while the checked calls run; None: no schedule."""
     gpu_wait_s: float = 60.0
     """The longest the harness waits for its turn on `gpu_lock`, s; then it goes on without it and says so."""
+    gpu_quiet_turns: bool = False
+    """The schedule's shared side (`take_turn`): the harness also holds `gpu_lock` shared while it moves its inputs
+    to the device and prepares the baseline, and for an observed run's warm-up calls, so that no turn overlaps them."""
 
     @property
     def marked(self) -> bool:
@@ -251,7 +258,8 @@ class Request:
                  "reps": int, "rounds": int, "timed_ms_per_config": (int, float), "input_sets": int, "flush_bytes": int, "tolerances": list,
                  "require_own_launch": bool, "dynamic_check": bool, "allowed_torch_ops": list,
                  "observe": bool, "observer_tool": str, "traced": bool,
-                 "results_directory": (str, type(None)), "gpu_lock": (str, type(None)), "gpu_wait_s": (int, float)}
+                 "results_directory": (str, type(None)), "gpu_lock": (str, type(None)), "gpu_wait_s": (int, float),
+                 "gpu_quiet_turns": bool}
         for name, f in fields.items():
             if name not in obj:
                 if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
@@ -441,6 +449,73 @@ def parse_time_result(obj: Any, n_configs: int) -> TimeResult:
 
 
 # -- loading ``file:function`` ---------------------------------------------------------------------------------
+def gate_path(lock: str) -> str:
+    """The gate file beside the GPU's lock file `lock` (``<key>.lock`` -> ``<key>.gate``), `take_turn`'s."""
+    return lock.removesuffix(".lock") + ".gate"
+
+
+@contextlib.contextmanager
+def take_turn(lock: str | None, wait_s: float, shared: bool = False):
+    """Hold the GPU's schedule (gpu_schedule.py) for the block: the exclusive flock of the file `lock` (a turn:
+    timed runs, traced checked calls) or, `shared`, its shared side (work that must not overlap a turn, beside other
+    such work). A gate file beside it (`gate_path`), where there is one, lets a waiting turn go first: a turn holds
+    the gate exclusively from before it waits until it ends, and shared work passes the gate before it takes the
+    lock, so none starts while a turn waits. Waits at most `wait_s` in all, then runs the block without the lock.
+    Yields ``{"held": bool, "waited_s": float}`` (``"error"`` where the lock could not be opened); None without
+    `lock`. Opens without blocking or following a link, and takes only regular files (a FIFO would block)."""
+    if not lock:
+        yield None
+        return
+    record, t, fds = {"held": False, "waited_s": 0.0}, time.monotonic(), []
+    mode = fcntl.LOCK_SH if shared else fcntl.LOCK_EX
+    try:
+        fds.append(_open_lock(lock))
+        try:
+            fds.append(_open_lock(gate_path(lock)))
+        except FileNotFoundError:
+            pass  # no gate (a schedule made before it): turns and shared work take the lock alone
+        gated = len(fds) == 2 and _flock_until(fds[1], mode, t + wait_s)
+        # Shared work that could not pass the gate in time goes on without the lock, as a turn that waited in vain.
+        record["held"] = (gated or len(fds) == 1 or not shared) and _flock_until(fds[0], mode, t + wait_s)
+        if gated and (shared or not record["held"]):
+            fcntl.flock(fds[1], fcntl.LOCK_UN)  # shared work only passes the gate; a turn that waited in vain too
+    except OSError as exc:
+        record["error"] = str(exc)[:200]
+    record["waited_s"] = round(time.monotonic() - t, 4)
+    try:
+        yield record
+    finally:
+        for fd in reversed(fds):
+            try:  # released for every descriptor of this open file, a duplicate the candidate made included
+                fcntl.flock(fd, fcntl.LOCK_UN)
+            finally:
+                os.close(fd)
+
+
+def _open_lock(path: str) -> int:
+    """A read-only descriptor of the regular file `path`, opened without blocking or following a link.
+
+    Raises:
+        OSError: it cannot be opened (FileNotFoundError where missing), or is not a regular file."""
+    fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | os.O_NONBLOCK | os.O_NOFOLLOW)
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise OSError(f"{path} is not a regular file")
+    return fd
+
+
+def _flock_until(fd: int, mode: int, deadline: float) -> bool:
+    """Whether the flock `mode` on `fd` was taken before `deadline` (time.monotonic); tried once at least."""
+    while True:
+        try:
+            fcntl.flock(fd, mode | fcntl.LOCK_NB)
+            return True
+        except BlockingIOError:
+            if time.monotonic() > deadline:
+                return False
+            time.sleep(0.001)
+
+
 def load_function(ref: str, directory: str, module_name: str):
     """Import ``file.py:function`` from `directory` as module `module_name` (replacing any module of that name in
     sys.modules) and return the function.

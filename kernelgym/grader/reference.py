@@ -7,6 +7,7 @@ candidate code.
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import subprocess
 import sys
@@ -14,7 +15,7 @@ import tempfile
 import threading
 import time
 from pathlib import Path
-from typing import Callable
+from typing import Callable, ContextManager
 
 from kernelgym.errors import TaskSpecError
 from kernelgym.grader.cache import GRADING_CACHE
@@ -31,14 +32,27 @@ def load_reference(task: Task) -> tuple[Callable, Callable]:
         for ref in (task.spec.reference, task.spec.input_builder)))
 
 
-def reference_outputs(task: Task, config: dict, seed: int, device: str = "cpu") -> tuple:
-    """The reference's outputs on `config`'s inputs of `seed`, as a tuple in the task's declared output order.
+def reference_outputs(task: Task, config: dict, seed: int, device: str = "cpu",
+                      turn: Callable[[], ContextManager] | None = None) -> tuple:
+    """The reference's outputs on `config`'s inputs of `seed`, as a tuple in the task's declared output order. With
+    `turn` (a context manager factory: `References.turn`), the inputs are drawn on the CPU (as every builder draws
+    them) outside it, then moved to `device` and the reference computed inside it.
 
     Raises:
         TaskSpecError: the reference returned the wrong number of outputs.
     """
     reference, builder = load_reference(task)
-    ref = reference(*builder(config, seed, device))
+    if turn is None:
+        return _declared_outputs(task, reference(*builder(config, seed, device)))
+    import torch
+
+    args = builder(config, seed, "cpu")
+    with turn():
+        return _declared_outputs(task, reference(*[a.to(device) if isinstance(a, torch.Tensor) else a for a in args]))
+
+
+def _declared_outputs(task: Task, ref) -> tuple:
+    """The reference's return value `ref` as a tuple in the task's declared output order (`reference_outputs`)."""
     refs = tuple(ref) if isinstance(ref, (tuple, list)) else (ref,)
     if len(refs) != len(task.spec.outputs):
         raise TaskSpecError(f"{task.root}/task.yaml: the reference returned {len(refs)} outputs; `outputs` declares "
@@ -86,11 +100,15 @@ class References:
             configs); `get` raises TaskSpecError for them.
         on_gpu: compute the references, and hold them for the comparisons, on the GPU in this process (where
             `cuda_usable`; else on the CPU, as with False). Attribute `device` says where they are.
+        turn: a context manager factory held around each reference's work on the GPU (`gpu_schedule.shared_turn`:
+            the schedule's shared side, where `GraderConfig.gpu_quiet_turns` asks for it); attribute `turn`, which
+            the comparisons on the GPU hold too.
     """
 
     def __init__(self, task: Task, jobs: list[tuple[dict, int]], gpu: bool = False,
-                 check_trivial: list[dict] | None = None, work_dir: Path | None = None, on_gpu: bool = False):
-        self.task, self.jobs, self._refs = task, jobs, {}
+                 check_trivial: list[dict] | None = None, work_dir: Path | None = None, on_gpu: bool = False,
+                 turn: Callable[[], ContextManager] = contextlib.nullcontext):
+        self.task, self.jobs, self._refs, self.turn = task, jobs, {}, turn
         self.problems: list[str] = []
         self._error: BaseException | None = None
         self._cancelled = threading.Event()
@@ -154,8 +172,9 @@ class References:
         Raises what the reference raises on the CPU."""
         if self.device != "cpu":
             try:
-                return prepare_outputs(self.task, config, reference_outputs(self.task, config, seed, self.device),
-                                       self.device)
+                refs = reference_outputs(self.task, config, seed, self.device, turn=self.turn)
+                with self.turn():  # the GPU's schedule, shared side, where quiet turns ask for it
+                    return prepare_outputs(self.task, config, refs, self.device)
             except Exception:  # noqa: BLE001 - retried on the CPU, which raises a broken reference's error itself
                 import torch
 

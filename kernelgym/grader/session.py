@@ -6,6 +6,7 @@ as they appear (`compare_early`, the fast path) or at the end (`compared`, which
 """
 from __future__ import annotations
 
+import contextlib
 import os
 import threading
 import time
@@ -69,17 +70,17 @@ class GradingSession:
 
     @classmethod
     def start(cls, task: Task, gdir: Path, seed: int, configs: list[dict], timed: bool, gpu: bool,
-              seen: bool, on_gpu: bool = False) -> "GradingSession":
+              seen: bool, on_gpu: bool = False, turn=contextlib.nullcontext) -> "GradingSession":
         """A session whose references (the check inputs' and, where `timed`, the verification inputs') are computed
         in the background from now. `seen`: the configs are the task's seen ones, on which a trivial output
         passing is a task error. `on_gpu`: references and comparisons run on the GPU in this process
-        (`GraderConfig.references_on_gpu`)."""
+        (`GraderConfig.references_on_gpu`), each holding `turn()` (`References`)."""
         jobs = [(cfg, check_seed(seed, i)) for i, cfg in enumerate(configs)]
         if timed:
             jobs += [(cfg, verify_seed(seed, i)) for i, cfg in enumerate(configs)]
         # The trivial-output check judges the task's tolerances, not the candidate: once per process and config.
         trivial = [c for c in configs if GRADING_CACHE.first_time(task_config_key(task.root, c))] if seen else None
-        refs = References(task, jobs, gpu=gpu, check_trivial=trivial, work_dir=gdir.parent, on_gpu=on_gpu)
+        refs = References(task, jobs, gpu=gpu, check_trivial=trivial, work_dir=gdir.parent, on_gpu=on_gpu, turn=turn)
         return cls(task, gdir, seed, configs, refs, timed)
 
     # -- the files the candidate's process writes ----------------------------------------------------------------
@@ -140,15 +141,17 @@ class GradingSession:
     def _compare_config(self, tensors: dict, i: int, ref_seed: int) -> Verdict:
         """Compare config `i`'s outputs in `tensors` (dropped once compared: memory goes as it is done)."""
         cfg, outputs = self.configs[i], self.task.spec.outputs
-        refs = self.references.get(cfg, ref_seed)
+        refs = self.references.get(cfg, ref_seed)  # before any turn: the references take theirs
         errors, messages = [], []
         for o, ref in zip(outputs, refs):
             out = tensors.pop(output_key(i, o.name), None)
             if out is None:
                 ok, msg, err = False, "no output saved", None
             else:
-                ok, msg, err = compare_output(out, ref, o.dtype_for(cfg), o.rule_for(cfg),
-                                              self.task.spec.tolerance_for(o, cfg))
+                # Held on the GPU: the schedule's shared side, where quiet turns ask for it (References.turn).
+                with self.references.turn() if self.references.device != "cpu" else contextlib.nullcontext():
+                    ok, msg, err = compare_output(out, ref, o.dtype_for(cfg), o.rule_for(cfg),
+                                                  self.task.spec.tolerance_for(o, cfg))
             if len(outputs) > 1:
                 msg = f"{o.name}: {msg}"
             if not ok:
