@@ -29,7 +29,6 @@ timer's functions are bound before the candidate is imported, and the parent san
 """
 import contextlib
 import dataclasses
-import fcntl
 import gc
 import importlib.util
 import io
@@ -42,7 +41,6 @@ import secrets
 import select
 import signal
 import socket
-import stat
 import struct
 import sys
 import time
