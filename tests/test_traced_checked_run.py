@@ -177,13 +177,16 @@ def test_the_harness_traces_the_checked_calls_alone_and_holds_the_gpu_for_them(t
     monkeypatch.setattr(harness, "_flush_trace", lambda: events.append("flush"))
 
     class Turn:
+        def __init__(self, shared):
+            self.name = "shared turn" if shared else "turn"
+
         def __enter__(self):
-            events.append("turn")
+            events.append(self.name)
             return {"held": True, "waited_s": 0.0}
 
         def __exit__(self, *exc):
-            events.append("turn released")
-    monkeypatch.setattr(harness, "gpu_turn", lambda req: Turn())
+            events.append(self.name + " released")
+    monkeypatch.setattr(harness, "gpu_turn", lambda req, shared=False: Turn(shared))
     import torch
 
     def fn(x):
@@ -197,8 +200,10 @@ def test_the_harness_traces_the_checked_calls_alone_and_holds_the_gpu_for_them(t
     check = [(torch.full((2,), 1.0),), (torch.full((2,), 2.0),)]
     warmup = [(torch.full((2,), 10.0),), (torch.full((2,), 20.0),)]
     res = harness.check(req, fn, check, backend, warmup)
-    assert events == [("call", 10.0), ("call", 20.0), "marker", "turn", ("call", 1.0), "marker", ("call", 2.0),
-                      "marker", "flush", "turn released"]
+    # The warm-up calls hold the schedule's shared side (quiet turns, where the request asks for them), apart from
+    # the checked calls' turn.
+    assert events == ["shared turn", ("call", 10.0), ("call", 20.0), "marker", "shared turn released", "turn",
+                      ("call", 1.0), "marker", ("call", 2.0), "marker", "flush", "turn released"]
     assert res["ok"] and res["gpu_turn"]["held"] and (tmp_path / OUTPUTS).is_file()
 
 
