@@ -104,8 +104,10 @@ class GraderConfig:
     quiet: the harness's preparation (inputs moved, the baseline's warm-up and graphs), an observed run's warm-up
     calls, and the env processes' references and comparisons hold the schedule's shared side (a waiting turn goes
     first). For the speedup cross-check, whose baseline device times are traced with the GPU to itself: under load,
-    other envs' work beside a grading's traced calls slows its kernels there and withholds honest speedups. Off by
-    default: not yet measured (benchmarks/results/README.md)."""
+    other envs' work beside a grading's traced calls slows its kernels there and withholds honest speedups. A
+    candidate that holds the lock or its gate past its turn (both are bound read-only into its sandbox) delays each
+    of the other gradings' shared sections by up to `gpu_wait_s`, until its process ends. Off by default: not yet
+    measured (benchmarks/results/README.md)."""
     gpu_wait_s: float = 60.0
     """The longest a timed or observed run waits for its turn on the GPU, s; past it, it runs without the lock and
     the grade says so (a candidate that holds the lock delays the others by at most this)."""
