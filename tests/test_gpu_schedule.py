@@ -382,3 +382,56 @@ def test_the_references_draw_their_inputs_outside_the_turn_and_compute_inside_it
     got = ref_mod.reference_outputs(task, cfg, 5, "cpu", turn=turn)
     assert seen == [("builder", False), ("reference", True)]
     assert all(g.equal(w) for g, w in zip(got, ref_mod.reference_outputs(task, cfg, 5)))
+
+
+def test_an_interrupted_wait_or_a_closed_descriptor_leaves_no_lock_held(tmp_path, monkeypatch):
+    # A KeyboardInterrupt while a turn waits (the env process takes the lock too, for its whole life), and a
+    # descriptor the candidate closed during its turn (EBADF on release): every lock is let go all the same.
+    import threading
+
+    from kernelgym.grader import protocol
+    lock = gpu_schedule.lock_file("0", root=tmp_path)
+    started, release, records = threading.Event(), threading.Event(), []
+    holder = _holding(lock, True, started, release, records)
+    assert started.wait(10)
+    real = protocol._flock_until
+
+    def interrupted(fd, mode, deadline):
+        if mode == fcntl.LOCK_EX and fd == opened[-1]:
+            raise KeyboardInterrupt
+        return real(fd, mode, deadline)
+
+    opened = []
+    real_open = protocol._open_lock
+    monkeypatch.setattr(protocol, "_open_lock", lambda path: opened.append(real_open(path)) or opened[-1])
+    monkeypatch.setattr(protocol, "_flock_until", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        with protocol.take_turn(str(lock), 5.0):
+            pass  # the turn holds the gate, then is interrupted waiting for the lock
+    monkeypatch.setattr(protocol, "_flock_until", real)
+    release.set()
+    holder.join(10)
+    with protocol.take_turn(str(lock), 1.0, shared=True) as shared:
+        assert shared["held"]  # the gate was not left held (shared work would not pass it)
+    with protocol.take_turn(str(lock), 1.0) as turn:
+        assert turn["held"]
+        os.close(opened[-1])  # the gate's descriptor, closed under the turn by the candidate
+    with protocol.take_turn(str(lock), 1.0, shared=True) as again:
+        assert again["held"]  # neither the lock nor the gate stayed held
+
+
+def test_a_gate_that_is_not_a_regular_file_is_neither_bound_nor_taken(tmp_path):
+    from kernelgym.grader.protocol import take_turn
+    lock = gpu_schedule.lock_file("0", root=tmp_path)
+    gate = lock.with_suffix(".gate")
+    assert gpu_schedule.turn_files(lock) == [lock, gate]
+    os.remove(gate)
+    os.symlink(tmp_path / "elsewhere", gate)  # a link: the sandbox would bind its target
+    assert gpu_schedule.turn_files(lock) == [lock]
+    with take_turn(str(lock), 1.0) as turn:
+        assert turn["held"] and "error" not in turn  # the lock alone, as without a gate
+    os.remove(gate)
+    os.mkfifo(gate)
+    assert gpu_schedule.turn_files(lock) == [lock]
+    with take_turn(str(lock), 1.0, shared=True) as turn:
+        assert turn["held"] and "error" not in turn

@@ -114,7 +114,11 @@ def turn_files(lock: Path | None) -> list[Path]:
     if lock is None:
         return []
     gate = Path(gate_path(str(lock)))
-    return [lock, gate] if gate.is_file() else [lock]
+    try:
+        regular = stat.S_ISREG(os.lstat(gate).st_mode)  # not a link: the sandbox would bind its target
+    except OSError:
+        regular = False
+    return [lock, gate] if regular else [lock]
 
 
 def request_fields(lock: Path | None, config) -> dict:

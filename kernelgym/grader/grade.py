@@ -100,14 +100,16 @@ class GraderConfig:
     gradings time at once; everything else overlaps. Off by default: on the H200 (2026-12-04) it lowered rmsnorm's
     gradings an hour at 8 envs from 2128 to 1687 and did not lower the noise (both 0.1-0.2% median)."""
     gpu_quiet_turns: bool = False
-    """With `gpu_schedule`: every other grading's work on the GPU waits while a turn is held, so a turn finds the GPU
-    quiet: the harness's preparation (inputs moved, the baseline's warm-up and graphs), an observed run's warm-up
-    calls, and the env processes' references and comparisons hold the schedule's shared side (a waiting turn goes
-    first). For the speedup cross-check, whose baseline device times are traced with the GPU to itself: under load,
-    other envs' work beside a grading's traced calls slows its kernels there and withholds honest speedups. A
+    """With `gpu_schedule`: other gradings' trusted work on the GPU waits while a turn is held, so a turn finds the
+    GPU quieter: the harness's preparation (inputs moved, the baseline's warm-up and graphs) and the env processes'
+    references and comparisons hold the schedule's shared side (a waiting turn goes first). For the speedup
+    cross-check, whose baseline device times are traced with the GPU to itself: under load, other envs' work beside
+    a grading's traced calls slows its kernels there and withholds honest speedups. Candidate code (imports, warm-up
+    calls, the checked calls of unobserved runs) holds no part of the schedule: it could hold it past its time. A
     candidate that holds the lock or its gate past its turn (both are bound read-only into its sandbox) delays each
-    of the other gradings' shared sections by up to `gpu_wait_s`, until its process ends. Off by default: not yet
-    measured (benchmarks/results/README.md)."""
+    of the other gradings' shared sections (about 14 a grading) by up to `gpu_wait_s`, until its process ends; shared
+    work that waited in vain runs beside the turn, unrecorded. Off by default: not yet measured
+    (benchmarks/results/README.md)."""
     gpu_wait_s: float = 60.0
     """The longest a timed or observed run waits for its turn on the GPU, s; past it, it runs without the lock and
     the grade says so (a candidate that holds the lock delays the others by at most this)."""

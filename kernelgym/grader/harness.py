@@ -258,8 +258,9 @@ def check(req, fn, inputs, backend, warmup_inputs=()):
                else None)
     counting = counter is not None and counter.installed
     if req.marked:
-        with gpu_turn(req, shared=True):
-            _warm_up_all(fn, warmup_inputs)
+        # Not under the schedule's shared side: candidate code (a compile, an autotune) could hold it, and with it
+        # every waiting turn and, behind the gate, every grading's shared work on the host.
+        _warm_up_all(fn, warmup_inputs)
     # Under an observer the checked calls hold the GPU's schedule (their device times are judged), not the warm-up
     # calls before them, where a traced run compiles the candidate's kernels.
     with gpu_turn(req) if req.marked else contextlib.nullcontext() as turn:

@@ -468,27 +468,29 @@ def take_turn(lock: str | None, wait_s: float, shared: bool = False):
         return
     record, t, fds = {"held": False, "waited_s": 0.0}, time.monotonic(), []
     mode = fcntl.LOCK_SH if shared else fcntl.LOCK_EX
-    try:
-        fds.append(_open_lock(lock))
+    try:  # from the first open on: an interrupt while waiting must not leave a lock held
         try:
-            fds.append(_open_lock(gate_path(lock)))
-        except FileNotFoundError:
-            pass  # no gate (a schedule made before it): turns and shared work take the lock alone
-        gated = len(fds) == 2 and _flock_until(fds[1], mode, t + wait_s)
-        # Shared work that could not pass the gate in time goes on without the lock, as a turn that waited in vain.
-        record["held"] = (gated or len(fds) == 1 or not shared) and _flock_until(fds[0], mode, t + wait_s)
-        if gated and (shared or not record["held"]):
-            fcntl.flock(fds[1], fcntl.LOCK_UN)  # shared work only passes the gate; a turn that waited in vain too
-    except OSError as exc:
-        record["error"] = str(exc)[:200]
-    record["waited_s"] = round(time.monotonic() - t, 4)
-    try:
+            fds.append(_open_lock(lock))
+            try:
+                fds.append(_open_lock(gate_path(lock)))
+            except OSError:
+                pass  # no gate, or not a regular file there: turns and shared work take the lock alone
+            gated = len(fds) == 2 and _flock_until(fds[1], mode, t + wait_s)
+            # Shared work that could not pass the gate in time goes on without the lock, as a turn that waited in
+            # vain does.
+            record["held"] = (gated or len(fds) == 1 or not shared) and _flock_until(fds[0], mode, t + wait_s)
+            if gated and (shared or not record["held"]):
+                fcntl.flock(fds[1], fcntl.LOCK_UN)  # shared work only passes the gate; a turn that waited in vain too
+        except OSError as exc:
+            record["error"] = str(exc)[:200]
+        record["waited_s"] = round(time.monotonic() - t, 4)
         yield record
     finally:
         for fd in reversed(fds):
-            try:  # released for every descriptor of this open file, a duplicate the candidate made included
-                fcntl.flock(fd, fcntl.LOCK_UN)
-            finally:
+            # Each released and closed whatever became of another (a descriptor the candidate closed: EBADF).
+            with contextlib.suppress(OSError):
+                fcntl.flock(fd, fcntl.LOCK_UN)  # for every descriptor of this open file, a duplicate included
+            with contextlib.suppress(OSError):
                 os.close(fd)
 
 
