@@ -2,9 +2,9 @@
 actors alike (`GraderConfig.gpu_schedule`).
 
 The schedule is an exclusive ``flock`` on one file per GPU, under the grading cache (``<cache>/gpu-locks/``, where
-every process of the user on this host finds it). With `GraderConfig.gpu_quiet_turns`, other gradings' GPU work
-(preparation, warm-up calls, references, comparisons) holds its shared side, and a gate file beside it lets a waiting
-turn go first (`protocol.take_turn`). The harness holds it only while it times a candidate against
+every process of the user on this host finds it). With `GraderConfig.gpu_quiet_turns`, other gradings' trusted GPU
+work (the harness's preparation, the env processes' references and comparisons) holds its shared side, and a gate
+file beside it lets a waiting turn go first (`protocol.take_turn`). The harness holds it only while it times a candidate against
 the baseline, and in an observed run while the checked calls run under the profiler (harness.gpu_turn); what other
 gradings do meanwhile (preparing inputs, compiling, computing references, comparing) overlaps. The workspace's
 bench.py takes the same turns for its timed runs (bench.json names the file). The file is bound read-only into the

@@ -31,13 +31,12 @@ from kernelgym.sandbox import PYTHON, BubblewrapSandbox, Limits, UnsandboxedRunn
 
 #: Where a compiled candidate's build is copied in its grading directory (the request names it from the start).
 BUILD_DIR = ".build"
-#: The most of a kernel trace read (about 150 bytes a kernel: an autotuned kernel's warm-up calls launch thousands).
 #: Appended to a withheld speedup where gradings take no turns on the GPU: on a GPU shared by several envs, other
 #: work beside the traced checked calls slows the candidate's kernels there (and only there: the baseline's
 #: observation is traced with the GPU to itself), so an honest speedup can be withheld.
 CONTENTION_HINT = ("if other envs or processes used this GPU at the same time, their work slowed the traced calls: "
                    "GraderConfig(gpu_schedule=True) gives the traced and timed runs of every grading a turn")
-
+#: The most of a kernel trace read (about 150 bytes a kernel: an autotuned kernel's warm-up calls launch thousands).
 MAX_TRACE_BYTES = 512 << 20
 
 
